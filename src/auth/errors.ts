@@ -1,0 +1,38 @@
+/** Why a credential was refused, for callers that branch on it or count it. */
+export type AuthErrorCode =
+  /** No credential was presented. */
+  | "missing"
+  /** The text is not a compact JWT, or its header is not acceptable (alg, crit, kid). */
+  | "malformed"
+  /** The header names a key that is not in the current key set. */
+  | "unknown_key"
+  /** The signature does not verify against the named key. */
+  | "bad_signature"
+  /** The claims are missing, mistyped, unknown or inconsistent. */
+  | "bad_claims"
+  /** The credential's `exp` has passed (after leeway). */
+  | "expired"
+  /** The credential's `nbf` or `iat` lies in the future (after leeway). */
+  | "not_yet_valid"
+  /** The credential is valid but does not cover what was asked. */
+  | "forbidden";
+
+/**
+ * A refused credential: 401 when it is missing or invalid, 403 when it is
+ * valid but does not reach the broadcast or track. `message` is safe to show
+ * to the client; it never contains key material or the token.
+ */
+export class AuthError extends Error {
+  /** HTTP status the refusal maps to. */
+  readonly status: 401 | 403;
+  /** Stable reason for the refusal. */
+  readonly code: AuthErrorCode;
+
+  /** Builds a refusal; the status follows from the code. */
+  constructor(code: AuthErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "AuthError";
+    this.code = code;
+    this.status = code === "forbidden" ? 403 : 401;
+  }
+}
