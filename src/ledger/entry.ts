@@ -1,0 +1,61 @@
+import type { GroupId } from "./group_id.ts";
+import { formatGroupId } from "./group_id.ts";
+
+/**
+ * One committed entry of a track's ledger: a record, or a redaction of an
+ * earlier record. This is what every backend stores and returns.
+ */
+export interface LedgerEntry {
+  /** Ledger epoch (see {@link GroupId}). */
+  readonly epoch: number;
+  /** Sequence within the epoch, from 0; the MoQ group sequence is `seq + 1`. */
+  readonly seq: number;
+  /** Commit time in Unix nanoseconds. */
+  readonly wallclock: bigint;
+  /** The credential's `sub`; absent when there is none. */
+  readonly sender?: string;
+  /** The payload as the exact JSON text posted. Absent for a redaction and once redacted. */
+  readonly payload?: string;
+  /** For a redaction: the group identifier text it redacts. */
+  readonly redacts?: string;
+  /** True once a redaction removed this record's payload. */
+  readonly redacted?: boolean;
+  /** The Idempotency-Key the record was posted with, kept to dedupe retries after a restart. */
+  readonly idempotencyKey?: string;
+}
+
+/** What a caller asks to commit; the ledger assigns epoch, seq and wallclock. */
+export interface EntryDraft {
+  /** The credential's `sub`, if any. */
+  readonly sender?: string;
+  /** The exact JSON text posted (absent for a redaction). */
+  readonly payload?: string;
+  /** For a redaction: the group identifier text it redacts. */
+  readonly redacts?: string;
+  /** The Idempotency-Key the record was posted with. */
+  readonly idempotencyKey?: string;
+}
+
+/** The group identifier of an entry. */
+export function entryGroupId(entry: LedgerEntry): GroupId {
+  return { epoch: entry.epoch, seq: entry.seq };
+}
+
+/** The group identifier text of an entry, as clients see it. */
+export function entryGroup(entry: LedgerEntry): string {
+  return formatGroupId(entryGroupId(entry));
+}
+
+/**
+ * The frame published for an entry and stored as its content:
+ * `{"sender":...,"payload":...}` or `{"sender":...,"redacts":"<group>"}`.
+ * The payload text is inserted verbatim, so the posted bytes travel unchanged.
+ */
+export function entryFrame(entry: LedgerEntry): string {
+  const sender = entry.sender === undefined ? "" : `"sender":${JSON.stringify(entry.sender)}`;
+  let body: string;
+  if (entry.redacts !== undefined) body = `"redacts":${JSON.stringify(entry.redacts)}`;
+  else if (entry.payload !== undefined) body = `"payload":${entry.payload}`;
+  else body = `"redacted":true`;
+  return `{${sender}${sender && body ? "," : ""}${body}}`;
+}

@@ -1,0 +1,29 @@
+/**
+ * Storage of funnel records: group identifiers, entries, the backend
+ * contract and its implementations, and the per-track ledger that batches
+ * commits.
+ *
+ * Backends, chosen by `LEDGER_URI` through {@link parseLedgerUri} and
+ * {@link openBackend}: memory; a directory of checksummed, fsynced segment
+ * files ({@link DirectoryBackend}); one PostgreSQL table
+ * ({@link PostgresBackend}); one S3 object per committed batch
+ * ({@link S3Backend}). Every one acknowledges an append only once it is
+ * durable, takes a whole batch in one write, transaction or PUT, reads the
+ * newest entry without scanning history, and deletes a redacted payload from
+ * storage. A backend that cannot be reached throws `LedgerError("unavailable")`.
+ *
+ * @module
+ */
+export * from "./group_id.ts";
+export * from "./track_path.ts";
+export * from "./entry.ts";
+export * from "./errors.ts";
+export type { LedgerBackend, TrackBackend } from "./backend.ts";
+export * from "./track_ledger.ts";
+export * from "./ledger.ts";
+export * from "./memory.ts";
+export * from "./location.ts";
+export * from "./open.ts";
+export * from "./directory.ts";
+export * from "./postgres.ts";
+export * from "./s3.ts";

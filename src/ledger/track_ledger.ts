@@ -1,0 +1,192 @@
+import type { TrackBackend } from "./backend.ts";
+import { type EntryDraft, entryGroup, type LedgerEntry } from "./entry.ts";
+import { LedgerError } from "./errors.ts";
+import type { TrackPath } from "./track_path.ts";
+
+/** The epoch every entry of this version is written in. */
+export const CURRENT_EPOCH = 1;
+
+/** Told of every committed batch of a track, in commit order, before the appenders resume. */
+export type CommitListener = (ledger: TrackLedger, entries: readonly LedgerEntry[]) => void;
+
+/** Returns the current time in Unix nanoseconds; injected so tests are exact. */
+export type NanoClock = () => bigint;
+
+/** The system clock in Unix nanoseconds (millisecond resolution plus a monotonic offset). */
+export function systemNanoClock(): NanoClock {
+  // Integer arithmetic: Unix nanoseconds exceed 2^53, so a float would round them.
+  const originNs = BigInt(Date.now()) * 1_000_000n;
+  const originPerf = performance.now();
+  return () => originNs + BigInt(Math.round((performance.now() - originPerf) * 1e6));
+}
+
+/** Result of {@link TrackLedger.redact}. */
+export type RedactOutcome = { readonly redaction: LedgerEntry; readonly already?: undefined } | {
+  readonly already: true;
+  readonly redaction?: undefined;
+};
+
+interface Pending {
+  readonly draft: EntryDraft;
+  readonly resolve: (entry: LedgerEntry) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * One track's ledger: numbers entries, group-commits them through a
+ * backend, and keeps the newest entry in memory so the hot path never reads.
+ *
+ * Appends that arrive while a commit is in flight are committed together in
+ * the next batch, so throughput grows with concurrency, not storage latency.
+ */
+export class TrackLedger {
+  /** The track this ledger stores. */
+  readonly path: TrackPath;
+  readonly #backend: TrackBackend;
+  readonly #clock: NanoClock;
+  readonly #maxBatch: number;
+  readonly #onCommit: CommitListener | undefined;
+  #newest: LedgerEntry | undefined;
+  #queue: Pending[] = [];
+  #committing = false;
+  #lastWallclock = 0n;
+  #redactions: Promise<void> = Promise.resolve();
+  /** Redactions committed whose payload erasure has not succeeded yet, by redacted seq. */
+  readonly #erasing = new Map<number, LedgerEntry>();
+  // When a batch fails we no longer know what reached storage; re-read the tail first.
+  #tailUncertain = false;
+
+  private constructor(
+    path: TrackPath,
+    backend: TrackBackend,
+    clock: NanoClock,
+    maxBatch: number,
+    onCommit: CommitListener | undefined,
+  ) {
+    this.path = path;
+    this.#onCommit = onCommit;
+    this.#backend = backend;
+    this.#clock = clock;
+    this.#maxBatch = maxBatch;
+  }
+
+  /** Opens a ledger over a track backend, reading its newest entry once. */
+  static async open(
+    path: TrackPath,
+    backend: TrackBackend,
+    clock: NanoClock,
+    maxBatch = 1024,
+    onCommit?: CommitListener,
+  ): Promise<TrackLedger> {
+    const ledger = new TrackLedger(path, backend, clock, maxBatch, onCommit);
+    ledger.#newest = await backend.latest();
+    ledger.#lastWallclock = ledger.#newest?.wallclock ?? 0n;
+    return ledger;
+  }
+
+  /** The newest committed entry (record or redaction), if any. */
+  get newest(): LedgerEntry | undefined {
+    return this.#newest;
+  }
+
+  /** The backend, for reads that bypass the commit queue. */
+  get backend(): TrackBackend {
+    return this.#backend;
+  }
+
+  /** Commits one entry; resolves with it once it is durable. */
+  append(draft: EntryDraft): Promise<LedgerEntry> {
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ draft, resolve, reject });
+      if (!this.#committing) void this.#drain();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    this.#committing = true;
+    try {
+      while (this.#queue.length > 0) {
+        const batch = this.#queue.splice(0, this.#maxBatch);
+        try {
+          if (this.#tailUncertain) {
+            this.#newest = await this.#backend.latest();
+            this.#tailUncertain = false;
+          }
+          const entries = this.#number(batch.map((p) => p.draft));
+          await this.#backend.append(entries);
+          this.#newest = entries[entries.length - 1];
+          this.#notify(entries);
+          batch.forEach((p, i) => p.resolve(entries[i]!));
+        } catch (error) {
+          this.#tailUncertain = true;
+          const wrapped = error instanceof LedgerError
+            ? error
+            : new LedgerError("unavailable", "Ledger append failed", { cause: error });
+          for (const p of batch) p.reject(wrapped);
+        }
+      }
+    } finally {
+      this.#committing = false;
+    }
+  }
+
+  /**
+   * Redacts the record `seq`: commits a redaction entry, then deletes the
+   * record's payload. Resolves `{ redaction }` when this call redacted it,
+   * `{ already: true }` when it was redacted before. Throws
+   * `LedgerError("not_found")` for no such record and `TypeError` when the
+   * target is itself a redaction.
+   */
+  redact(seq: number, sender: string | undefined): Promise<RedactOutcome> {
+    // Serialised per track so two concurrent DELETEs of one group commit one redaction.
+    const run = this.#redactions.then(() => this.#redactNow(seq, sender));
+    this.#redactions = run.then(() => undefined, () => undefined);
+    return run;
+  }
+
+  async #redactNow(seq: number, sender: string | undefined): Promise<RedactOutcome> {
+    const target = await this.#backend.get(seq);
+    if (!target) throw new LedgerError("not_found", `No group ${seq} in this track`);
+    if (target.redacts !== undefined) {
+      throw new TypeError("The group is itself a redaction and cannot be redacted");
+    }
+    if (target.redacted) return { already: true };
+    // A redaction committed earlier whose erasure failed (backend away): finish that one
+    // instead of committing a second redaction of the same group.
+    const pending = this.#erasing.get(seq);
+    if (pending) {
+      await this.#backend.erasePayload(seq);
+      this.#erasing.delete(seq);
+      return { redaction: pending };
+    }
+    const draft: EntryDraft = sender === undefined
+      ? { redacts: entryGroup(target) }
+      : { sender, redacts: entryGroup(target) };
+    const redaction = await this.append(draft);
+    this.#erasing.set(seq, redaction);
+    await this.#backend.erasePayload(seq);
+    this.#erasing.delete(seq);
+    return { redaction };
+  }
+
+  #notify(entries: readonly LedgerEntry[]): void {
+    try {
+      this.#onCommit?.(this, entries);
+    } catch (error) {
+      // A listener's failure must never undo or block a durable commit.
+      console.error("Commit listener failed:", error);
+    }
+  }
+
+  #number(drafts: readonly EntryDraft[]): LedgerEntry[] {
+    let seq = this.#newest ? this.#newest.seq + 1 : 0;
+    // Wallclock never goes backwards within a track, even if the system clock does.
+    let wallclock = this.#clock();
+    if (wallclock < this.#lastWallclock) wallclock = this.#lastWallclock;
+    this.#lastWallclock = wallclock;
+    return drafts.map((draft) => {
+      const entry: LedgerEntry = { ...draft, epoch: CURRENT_EPOCH, seq: seq++, wallclock };
+      return entry;
+    });
+  }
+}
