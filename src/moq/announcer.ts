@@ -1,0 +1,100 @@
+import { hasPrefix, normalizePath } from "./path.ts";
+
+/** A change to the set of announced broadcasts. */
+export interface AnnounceEvent {
+  /** Canonical broadcast path. */
+  readonly path: string;
+  /** True when the broadcast became active, false when it ended. */
+  readonly active: boolean;
+  /** Hop ids from the origin towards us (loop detection); empty for local broadcasts. */
+  readonly hops: readonly bigint[];
+}
+
+/** A handle for one announcement; `withdraw()` ends it. */
+export interface Announcement {
+  /** Canonical broadcast path. */
+  readonly path: string;
+  /** Ends this announcement (idempotent). The path stays active while other handles hold it. */
+  withdraw(): void;
+}
+
+type Listener = (event: AnnounceEvent) => void;
+
+/**
+ * The set of broadcasts an endpoint offers. Sessions answer the peer's
+ * announce requests from it; one announcer may be shared by many sessions
+ * (a relay) or owned by one (a funnel's upstream session).
+ */
+export class Announcer {
+  readonly #entries = new Map<string, { count: number; hops: readonly bigint[] }>();
+  readonly #listeners = new Set<Listener>();
+
+  /** Announces `path` (any spelling) until the returned handle is withdrawn or `signal` aborts. */
+  announce(
+    path: string,
+    options: { hops?: readonly bigint[]; signal?: AbortSignal } = {},
+  ): Announcement {
+    const canonical = normalizePath(path);
+    const hops = options.hops ?? [];
+    const entry = this.#entries.get(canonical);
+    if (entry) entry.count++;
+    else {
+      this.#entries.set(canonical, { count: 1, hops });
+      this.#emit({ path: canonical, active: true, hops });
+    }
+    let done = false;
+    const withdraw = (): void => {
+      if (done) return;
+      done = true;
+      options.signal?.removeEventListener("abort", withdraw);
+      const e = this.#entries.get(canonical);
+      if (!e) return;
+      if (--e.count === 0) {
+        this.#entries.delete(canonical);
+        this.#emit({ path: canonical, active: false, hops: [] });
+      }
+    };
+    if (options.signal?.aborted) withdraw();
+    else options.signal?.addEventListener("abort", withdraw, { once: true });
+    return { path: canonical, withdraw };
+  }
+
+  /** True when `path` is announced. */
+  has(path: string): boolean {
+    return this.#entries.has(normalizePath(path));
+  }
+
+  /** Active broadcasts under `prefix`. */
+  active(prefix = ""): AnnounceEvent[] {
+    const p = normalizePath(prefix);
+    const out: AnnounceEvent[] = [];
+    for (const [path, e] of this.#entries) {
+      if (hasPrefix(path, p)) out.push({ path, active: true, hops: e.hops });
+    }
+    return out;
+  }
+
+  /**
+   * Calls `listener` for every later change under `prefix` and returns the
+   * current snapshot (taken atomically with the registration) and an
+   * unsubscribe function.
+   */
+  subscribe(prefix: string, listener: Listener): { snapshot: AnnounceEvent[]; stop: () => void } {
+    const p = normalizePath(prefix);
+    const filtered: Listener = (e) => {
+      if (hasPrefix(e.path, p)) listener(e);
+    };
+    this.#listeners.add(filtered);
+    return { snapshot: this.active(p), stop: () => this.#listeners.delete(filtered) };
+  }
+
+  #emit(event: AnnounceEvent): void {
+    for (const l of this.#listeners) {
+      try {
+        l(event);
+      } catch {
+        // a listener's failure is its own
+      }
+    }
+  }
+}

@@ -1,0 +1,100 @@
+/** The consuming side of announcements: follows which broadcasts the peer announces under a prefix. */
+import { concatBytes } from "../../transport/mod.ts";
+import type { AnnounceEvent } from "../announcer.ts";
+import {
+  type AnnounceOk,
+  BidiType,
+  decodeAnnounce,
+  decodeAnnounceOk,
+  encodeAnnounceRequest,
+  MAX_CONTROL_MESSAGE,
+} from "../codec/messages.ts";
+import { hasPrefix, joinPath, normalizePath, wirePrefix } from "../path.ts";
+import { AsyncQueue } from "../queue.ts";
+import { DecodeError } from "../wire/errors.ts";
+import { encodeVarint } from "../wire/varint.ts";
+import type { SessionCore } from "./core.ts";
+import { ClosableRequest } from "./request_stream.ts";
+
+/** Watches the peer's announcements under `prefix` on a new announce stream (see `session.announced`). */
+export function announced(
+  core: SessionCore,
+  prefix: string,
+  options: { signal?: AbortSignal },
+): AsyncIterable<AnnounceEvent> {
+  const canonical = normalizePath(prefix);
+  const closing = new AbortController();
+  const queue = new AsyncQueue<AnnounceEvent>(1024, () => closing.abort());
+  const signal = options.signal;
+  const onAbort = () => {
+    closing.abort();
+    queue.end();
+  };
+  if (signal?.aborted || core.isClosed) {
+    queue.end();
+    return queue;
+  }
+  signal?.addEventListener("abort", onAbort, { once: true });
+  const onSession = () => closing.abort();
+  core.abort.signal.addEventListener("abort", onSession, { once: true });
+  core.spawn(
+    "announce",
+    runAnnounced(core, canonical, queue, closing.signal).finally(() => {
+      signal?.removeEventListener("abort", onAbort);
+      core.abort.signal.removeEventListener("abort", onSession);
+    }),
+  );
+  return queue;
+}
+
+async function runAnnounced(
+  core: SessionCore,
+  prefix: string,
+  queue: AsyncQueue<AnnounceEvent>,
+  closing: AbortSignal,
+): Promise<void> {
+  const active = new Map<string, readonly bigint[]>();
+  const request = new ClosableRequest(closing);
+  try {
+    const { r, w } = await request.open(core, 200);
+    if (closing.aborted) return;
+    await w.write(concatBytes([
+      encodeVarint(BidiType.Announce),
+      encodeAnnounceRequest({ prefix: wirePrefix(prefix), excludeHop: core.origin }),
+    ]));
+    let ok: AnnounceOk | undefined;
+    if (core.version === "moq-lite-05") {
+      if (await r.done()) return;
+      ok = decodeAnnounceOk(await r.message("ANNOUNCE_OK", MAX_CONTROL_MESSAGE));
+    }
+    while (!(await r.done())) {
+      const m = decodeAnnounce(await r.message("ANNOUNCE", MAX_CONTROL_MESSAGE), core.version);
+      const path = joinPath(prefix, m.suffix);
+      if (!hasPrefix(path, prefix)) continue;
+      const hops = ok && ok.hop !== 0n ? [...m.hops, ok.hop] : m.hops;
+      if (m.active) {
+        if (hops.includes(core.origin)) continue; // our own announcement reflected back
+        if (active.has(path) && core.version === "moq-lite-04") {
+          throw new DecodeError("invalid", `Duplicate active announcement "${path}"`);
+        }
+        if (core.options.acceptAnnounce && !core.options.acceptAnnounce(path, core.session)) {
+          core.stats.announcementsRefused++;
+          core.log("announce-refused", `refusing the peer's announcement "${path}"`);
+          continue;
+        }
+        active.set(path, hops);
+        await queue.push({ path, active: true, hops });
+      } else if (active.delete(path)) {
+        await queue.push({ path, active: false, hops: [] });
+      }
+    }
+  } catch (err) {
+    if (!closing.aborted) core.streamFailed("announce", err);
+  } finally {
+    request.release();
+    request.close();
+    // A finished announce stream means every broadcast it announced ended.
+    for (const path of active.keys()) queue.push({ path, active: false, hops: [] });
+    queue.end();
+  }
+}

@@ -1,0 +1,147 @@
+/**
+ * The state every part of a session shares (subscriptions, setup, budgets)
+ * and the one place stream failures are contained: every stream runs in its
+ * own task; a stream's failure (including the peer's malformed bytes) ends
+ * that stream, is logged once per kind, and never escapes into the session
+ * or the process.
+ */
+import type { RecvStream, Session, SessionCloseInfo } from "../../transport/mod.ts";
+import type { Version } from "../codec/messages.ts";
+import { MoqCode, MoqError } from "../errors.ts";
+import type { MoqStats } from "../stats.ts";
+import { DecodeError } from "../wire/errors.ts";
+import { StreamReader } from "../wire/stream_reader.ts";
+import type { MoqSession } from "./moq_session.ts";
+import type { Subscription } from "./subscription.ts";
+import type { MoqSessionOptions, ReceivedGroup } from "./types.ts";
+
+/** The close code for the peer's protocol violations. */
+export const PROTOCOL_CODE = MoqCode.ProtocolViolation;
+
+/** The message of an error (or the thrown value as text). */
+export function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** True for the errors a stream operation fails with once the whole connection is gone. */
+export function connectionLost(err: unknown): boolean {
+  return err instanceof Deno.errors.NotConnected || err instanceof Deno.errors.ConnectionReset ||
+    err instanceof Deno.errors.ConnectionAborted || err instanceof Deno.errors.BrokenPipe;
+}
+
+/** One session's internal state, shared by its setup, serving and consuming parts. */
+export class SessionCore {
+  /** The public session this state belongs to (handed to the application's callbacks). */
+  readonly session: MoqSession;
+  /** The underlying transport session. */
+  readonly transport: Session;
+  /** The negotiated moq-lite version. */
+  readonly version: Version;
+  /** Which side we are. */
+  readonly role: "client" | "server";
+  /** Our origin (hop) id. */
+  readonly origin: bigint;
+  /** Counters for metrics. */
+  readonly stats: MoqStats;
+  /** The application's options. */
+  readonly options: MoqSessionOptions;
+  /** Aborted when the session ends. */
+  readonly abort: AbortController = new AbortController();
+  /** Our open subscriptions to the peer's tracks, by subscribe id. */
+  readonly subs: Map<bigint, Subscription> = new Map();
+  /** Resolves once the peer's SETUP arrived (lite-05), or there is none to wait for. */
+  readonly setupReceived: Promise<void>;
+  /** Marks the setup as done. */
+  resolveSetup!: () => void;
+  /** Hands the peer's GOAWAY URI to `session.goaway`. */
+  resolveGoaway: (uri: string) => void = () => {};
+  /** The URL the client dialed: the transport's, or (native QUIC lite-05) the SETUP Path. */
+  url: URL | undefined;
+  /** The id our next subscription gets. */
+  nextSubscribeId = 0n;
+  /** True once the peer opened its Setup stream. */
+  setupSeen = false;
+  /** Bytes of partially received groups held right now. */
+  buffered = 0;
+  /** How we closed the session, when we did. */
+  closeInfo: SessionCloseInfo | undefined;
+  readonly #logged = new Set<string>();
+
+  /** Takes the session's already-negotiated identity. */
+  constructor(session: MoqSession, options: MoqSessionOptions) {
+    this.session = session;
+    this.transport = session.transport;
+    this.version = session.version;
+    this.role = session.role;
+    this.origin = session.origin;
+    this.stats = session.stats;
+    this.options = options;
+    this.url = session.transport.url;
+    this.setupReceived = new Promise((resolve) => {
+      this.resolveSetup = resolve;
+    });
+  }
+
+  /** True once the session ended. */
+  get isClosed(): boolean {
+    return this.abort.signal.aborted;
+  }
+
+  /** Ends everything that depends on the session (idempotent). */
+  shutdown(info: SessionCloseInfo): void {
+    if (this.abort.signal.aborted) return;
+    this.abort.abort();
+    const err = new MoqError(
+      "closed",
+      `Session closed (${info.code}${info.reason ? ` ${info.reason}` : ""})`,
+    );
+    for (const sub of this.subs.values()) sub._end(err);
+    this.subs.clear();
+    this.resolveSetup();
+  }
+
+  /** Logs a diagnostic once per kind. */
+  log(kind: string, message: string): void {
+    if (this.#logged.has(kind)) return;
+    this.#logged.add(kind);
+    (this.options.log ?? console.warn)(`moq ${this.version} ${this.transport.remote}: ${message}`);
+  }
+
+  /** A stream failed: count peer faults, log once per kind, never throw. */
+  streamFailed(kind: string, err: unknown): void {
+    if (this.isClosed) return;
+    if (err instanceof DecodeError || (err instanceof MoqError && err.kind === "protocol")) {
+      this.stats.protocolErrors++;
+      this.log(`decode:${kind}`, `${kind} stream ended: ${errorText(err)}`);
+    } else {
+      this.log(`error:${kind}`, `${kind} stream failed: ${errorText(err)}`);
+    }
+  }
+
+  /** The peer broke the protocol in a way that ends the whole session. */
+  violation(message: string): void {
+    this.stats.protocolErrors++;
+    this.log("violation", `closing: ${message}`);
+    this.session.close(PROTOCOL_CODE, message);
+  }
+
+  /** Reads a stream, counting received bytes. */
+  reader(stream: RecvStream): StreamReader {
+    return new StreamReader(stream.readable, (n) => {
+      this.stats.bytesReceived += n;
+    });
+  }
+
+  /** Runs a stream's task on its own; its failure is contained by {@linkcode streamFailed}. */
+  spawn(kind: string, task: Promise<void>): void {
+    task.catch((err) => this.streamFailed(kind, err));
+  }
+
+  /** Hands a complete received group to its subscription, counting what it skipped. */
+  deliver(sub: Subscription, group: ReceivedGroup): void {
+    this.stats.groupsReceived++;
+    const before = sub.skipped;
+    sub._deliver(group);
+    this.stats.groupsSkipped += sub.skipped - before;
+  }
+}

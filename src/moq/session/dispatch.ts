@@ -1,0 +1,96 @@
+/** Accepts the peer's streams and datagrams and hands each, by its type, to the part that handles it. */
+import type { BidiStream, RecvStream } from "../../transport/mod.ts";
+import { BidiType, decodeDatagram, UniType } from "../codec/messages.ts";
+import { Sender } from "../sender.ts";
+import type { SessionCore } from "./core.ts";
+import { holdProbe, receiveGoaway } from "./probe_goaway.ts";
+import { receiveGroup } from "./receive_group.ts";
+import { serveAnnounce } from "./serve_announce.ts";
+import { serveFetch, serveTrack } from "./serve_request.ts";
+import { serveSubscribe } from "./serve_subscribe.ts";
+import { receiveSetup } from "./setup.ts";
+
+/** Handles the peer's uni streams (SETUP, groups) until the transport ends. */
+export async function acceptUniLoop(core: SessionCore): Promise<void> {
+  for (;;) {
+    const stream = await core.transport.acceptUni();
+    if (!stream) break;
+    core.spawn("uni", handleUni(core, stream));
+  }
+}
+
+/** Handles the peer's bidi requests until the transport ends. */
+export async function acceptBidiLoop(core: SessionCore): Promise<void> {
+  for (;;) {
+    const stream = await core.transport.acceptBidi();
+    if (!stream) break;
+    core.spawn("bidi", handleBidi(core, stream));
+  }
+}
+
+/** lite-05 datagrams: complete single-frame groups of a subscription (receive only). */
+export async function datagramLoop(core: SessionCore): Promise<void> {
+  const read = core.transport.readDatagram?.bind(core.transport);
+  if (!read) return;
+  for (;;) {
+    const bytes = await read();
+    if (!bytes) break;
+    core.stats.bytesReceived += bytes.length;
+    let dg;
+    try {
+      dg = decodeDatagram(bytes);
+    } catch (err) {
+      core.streamFailed("datagram", err);
+      continue;
+    }
+    // Unknown ids and datagrams before TRACK_INFO are dropped silently (draft).
+    const sub = core.subs.get(dg.subscribeId);
+    if (!sub?.info) continue;
+    core.deliver(sub, { sequence: dg.sequence, frames: [dg.payload], timestamp: dg.timestamp });
+  }
+}
+
+async function handleUni(core: SessionCore, stream: RecvStream): Promise<void> {
+  const r = core.reader(stream);
+  try {
+    const type = await r.u53("stream type");
+    if (type === UniType.Group) return await receiveGroup(core, r);
+    if (type === UniType.Setup && core.version === "moq-lite-05") {
+      return await receiveSetup(core, r);
+    }
+    core.stats.protocolErrors++;
+    core.log(`uni-type:${type}`, `ignoring unknown uni stream type ${type}`);
+  } finally {
+    r.cancel();
+  }
+}
+
+async function handleBidi(core: SessionCore, stream: BidiStream): Promise<void> {
+  const r = core.reader(stream);
+  const w = new Sender(stream.writable, core.stats);
+  try {
+    const type = await r.u53("stream type");
+    switch (type) {
+      case BidiType.Announce:
+        return await serveAnnounce(core, r, w);
+      case BidiType.Subscribe:
+        return await serveSubscribe(core, r, w, stream);
+      case BidiType.Fetch:
+        return await serveFetch(core, r, w);
+      case BidiType.Probe:
+        return await holdProbe(r, w);
+      case BidiType.Goaway:
+        return await receiveGoaway(core, r, w);
+      case BidiType.Track:
+        if (core.version === "moq-lite-05") return await serveTrack(core, r, w);
+    }
+    core.stats.protocolErrors++;
+    core.log(`bidi-type:${type}`, `refusing unknown bidi stream type ${type}`);
+    w.abort();
+  } catch (err) {
+    w.abort();
+    throw err;
+  } finally {
+    r.cancel();
+  }
+}

@@ -1,0 +1,18 @@
+/**
+ * moq-lite sessions: setup and lifecycle, serving our tracks and
+ * announcements to the peer, and consuming the peer's.
+ *
+ * @module
+ */
+export { accept, connect } from "./connect.ts";
+export { MoqSession } from "./moq_session.ts";
+export { Subscription } from "./subscription.ts";
+export type {
+  MoqAcceptOptions,
+  MoqSessionOptions,
+  ReceivedGroup,
+  ServeDecision,
+  ServeHandler,
+  ServeRequest,
+  SubscribeOptions,
+} from "./types.ts";

@@ -1,0 +1,54 @@
+/** The consuming side's group streams: frames read within the session's size budgets. */
+import { decodeGroupHeader, MAX_CONTROL_MESSAGE } from "../codec/messages.ts";
+import { DecodeError } from "../wire/errors.ts";
+import type { StreamReader } from "../wire/stream_reader.ts";
+import { zigzagDecode } from "../wire/varint.ts";
+import type { SessionCore } from "./core.ts";
+
+/** Reads one group stream (after its type) into the subscription it belongs to. */
+export async function receiveGroup(core: SessionCore, r: StreamReader): Promise<void> {
+  const header = decodeGroupHeader(await r.message("GROUP", MAX_CONTROL_MESSAGE));
+  const sub = core.subs.get(header.subscribeId);
+  if (!sub) {
+    if (header.subscribeId >= core.nextSubscribeId) {
+      core.stats.protocolErrors++;
+      core.log("group-id", `group for unknown subscription ${header.subscribeId}`);
+    }
+    return;
+  }
+  sub._inflight++;
+  let total = 0;
+  try {
+    const maxFrame = core.options.maxFrameSize ?? 16 << 20;
+    const maxGroup = core.options.maxGroupSize ?? 64 << 20;
+    const frames: Uint8Array[] = [];
+    let ts = 0n;
+    let first: number | undefined;
+    while (!(await r.done())) {
+      if (core.version === "moq-lite-05") {
+        ts += zigzagDecode(await r.u62("timestamp delta"));
+        if (ts < 0n || ts > BigInt(Number.MAX_SAFE_INTEGER)) {
+          throw new DecodeError("invalid", `Cannot read frame: timestamp "${ts}" out of range`);
+        }
+        first ??= Number(ts);
+      }
+      const size = await r.u53("frame size");
+      if (size > maxFrame || total + size > maxGroup) {
+        throw new DecodeError("too-large", `Cannot read frame of ${size} bytes: over the limit`);
+      }
+      // All partially received groups of the session share one budget, so a
+      // peer cannot make us hold many large half-sent groups at once.
+      if (core.buffered + size > (core.options.maxBufferedBytes ?? 128 << 20)) {
+        throw new DecodeError("too-large", "Cannot buffer more partially received groups");
+      }
+      total += size;
+      core.buffered += size;
+      frames.push(await r.bytes(size, "frame"));
+    }
+    core.deliver(sub, { sequence: header.sequence, frames, timestamp: first ?? 0 });
+  } finally {
+    core.buffered -= total;
+    sub._inflight--;
+    sub._maybeFinish(250);
+  }
+}

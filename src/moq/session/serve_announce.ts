@@ -1,0 +1,86 @@
+/** The serving side of announcements: tells the peer which of our broadcasts exist, and changes. */
+import { concatBytes } from "../../transport/mod.ts";
+import type { AnnounceEvent } from "../announcer.ts";
+import {
+  decodeAnnounceRequest,
+  encodeAnnounce,
+  encodeAnnounceOk,
+  MAX_CONTROL_MESSAGE,
+} from "../codec/messages.ts";
+import { normalizePath, pathSuffix } from "../path.ts";
+import { AsyncQueue } from "../queue.ts";
+import type { Sender } from "../sender.ts";
+import type { StreamReader } from "../wire/stream_reader.ts";
+import type { SessionCore } from "./core.ts";
+
+function isVisible(core: SessionCore, event: AnnounceEvent, excludeHop: bigint): boolean {
+  if (excludeHop !== 0n && (event.hops.includes(excludeHop) || excludeHop === core.origin)) {
+    return false;
+  }
+  return core.options.announceFilter?.(event.path, core.session) ?? true;
+}
+
+function announceBytes(
+  core: SessionCore,
+  event: AnnounceEvent,
+  prefix: string,
+): Uint8Array<ArrayBuffer> {
+  // lite-04 senders include themselves in the hop list; lite-05 ones carry it in ANNOUNCE_OK.
+  const hops = !event.active
+    ? []
+    : core.version === "moq-lite-04"
+    ? [...event.hops, core.origin].slice(-32)
+    : event.hops.slice(-32);
+  return encodeAnnounce({ active: event.active, suffix: pathSuffix(event.path, prefix), hops });
+}
+
+/** Serves an ANNOUNCE_REQUEST: our matching broadcasts, then their changes until the peer is done. */
+export async function serveAnnounce(core: SessionCore, r: StreamReader, w: Sender): Promise<void> {
+  const request = decodeAnnounceRequest(await r.message("ANNOUNCE_REQUEST", MAX_CONTROL_MESSAGE));
+  const prefix = normalizePath(request.prefix);
+  const updates = new AsyncQueue<AnnounceEvent>(Infinity);
+  const { snapshot, stop } = core.session.announcer.subscribe(prefix, (e) => {
+    if (e.active ? isVisible(core, e, request.excludeHop) : true) updates.push(e);
+  });
+  const visible = snapshot.filter((e) => isVisible(core, e, request.excludeHop));
+  const sent = new Set<string>();
+  // The peer FINs (or the session ends) when it no longer wants updates.
+  const peerDone = (async () => {
+    try {
+      while (!(await r.done())) await r.bytes(1);
+    } catch {
+      // reset by the peer
+    }
+    updates.end();
+  })();
+  const onAbort = () => updates.end();
+  core.abort.signal.addEventListener("abort", onAbort, { once: true });
+  try {
+    const first: Uint8Array[] = [];
+    if (core.version === "moq-lite-05") {
+      first.push(encodeAnnounceOk({ hop: core.origin, activeCount: visible.length }));
+    }
+    for (const e of visible) {
+      first.push(announceBytes(core, e, prefix));
+      sent.add(e.path);
+    }
+    if (first.length) await w.write(concatBytes(first));
+    for (;;) {
+      const e = await updates.next();
+      if (!e) break;
+      // Only tell the peer about endings of broadcasts it was told about.
+      if (e.active === sent.has(e.path) && !(e.active && core.version === "moq-lite-05")) {
+        continue;
+      }
+      if (e.active) sent.add(e.path);
+      else sent.delete(e.path);
+      await w.write(announceBytes(core, e, prefix));
+    }
+  } finally {
+    stop();
+    core.abort.signal.removeEventListener("abort", onAbort);
+    await w.close();
+    r.cancel();
+    await peerDone;
+  }
+}

@@ -1,0 +1,66 @@
+/** Serving the peer's one-shot requests (TRACK, FETCH) and asking the application what to serve. */
+import {
+  decodeFetch,
+  decodeTrackRequest,
+  encodeTrackInfo,
+  MAX_CONTROL_MESSAGE,
+} from "../codec/messages.ts";
+import { normalizePath } from "../path.ts";
+import type { Sender } from "../sender.ts";
+import { TrackProducer } from "../track.ts";
+import type { StreamReader } from "../wire/stream_reader.ts";
+import { errorText, type SessionCore } from "./core.ts";
+import type { ServeDecision, ServeRequest } from "./types.ts";
+
+/** Asks the application's serve handler; a missing or failing handler serves nothing. */
+export async function decide(
+  core: SessionCore,
+  kind: ServeRequest["kind"],
+  path: string,
+  track: string,
+): Promise<ServeDecision> {
+  const serve = core.options.serve;
+  if (!serve) return "not-found";
+  try {
+    return await serve({ kind, path, track, session: core.session });
+  } catch (err) {
+    core.log("serve", `serve handler failed: ${errorText(err)}`);
+    return "not-found";
+  }
+}
+
+/** Counts and sends a refusal (as the reset reason) for a request not served from a track. */
+export function refuse(
+  core: SessionCore,
+  w: Sender,
+  decision: Exclude<ServeDecision, TrackProducer>,
+): void {
+  core.stats.subscribeError(decision ?? "not-found");
+  w.abort(decision ?? "not-found");
+}
+
+/** Answers a lite-05 TRACK request with the track's properties, or refuses it. */
+export async function serveTrack(core: SessionCore, r: StreamReader, w: Sender): Promise<void> {
+  const m = decodeTrackRequest(await r.message("TRACK", MAX_CONTROL_MESSAGE));
+  const decision = await decide(core, "track", normalizePath(m.path), m.track);
+  if (!(decision instanceof TrackProducer)) {
+    // lite-05 subscribers ask TRACK before SUBSCRIBE, so this is where they are refused.
+    refuse(core, w, decision);
+    return;
+  }
+  await w.write(encodeTrackInfo(decision.info));
+  await w.close();
+}
+
+/** Answers a FETCH with one cached group, or refuses it. */
+export async function serveFetch(core: SessionCore, r: StreamReader, w: Sender): Promise<void> {
+  const m = decodeFetch(await r.message("FETCH", MAX_CONTROL_MESSAGE));
+  const decision = await decide(core, "fetch", normalizePath(m.path), m.track);
+  const group = decision instanceof TrackProducer ? decision.group(m.group) : undefined;
+  if (!group) {
+    w.abort("not-found");
+    return;
+  }
+  await w.write(group.encoded(core.version));
+  await w.close();
+}

@@ -1,0 +1,154 @@
+/** The serving side of SUBSCRIBE: feeds one of our tracks to the peer, group by group. */
+import { type BidiStream, concatBytes } from "../../transport/mod.ts";
+import {
+  decodeSubscribe,
+  decodeSubscribeUpdate,
+  encodeGroupStreamHeader,
+  encodeSubscribeResponse,
+  MAX_CONTROL_MESSAGE,
+} from "../codec/messages.ts";
+import { normalizePath } from "../path.ts";
+import { Sender } from "../sender.ts";
+import { type CachedGroup, TrackProducer } from "../track.ts";
+import { DecodeError } from "../wire/errors.ts";
+import type { StreamReader } from "../wire/stream_reader.ts";
+import { errorText, type SessionCore } from "./core.ts";
+import { decide, refuse } from "./serve_request.ts";
+
+/** Serves a SUBSCRIBE: one group stream per group, range updates read from the same stream. */
+export async function serveSubscribe(
+  core: SessionCore,
+  r: StreamReader,
+  w: Sender,
+  stream: BidiStream,
+): Promise<void> {
+  const m = decodeSubscribe(await r.message("SUBSCRIBE", MAX_CONTROL_MESSAGE));
+  const path = normalizePath(m.path);
+  const decision = await decide(core, "subscribe", path, m.track);
+  if (!(decision instanceof TrackProducer)) {
+    refuse(core, w, decision);
+    return;
+  }
+  const producer = decision;
+  core.stats.subscriptionsOpened++;
+  const v05 = core.version === "moq-lite-05";
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  core.abort.signal.addEventListener("abort", onAbort, { once: true });
+  let end = m.end;
+  let priority = m.priority;
+  const cursor = producer.cursor(m.start, core.options.maxGroupQueue ?? 16);
+  const reachedEnd = new AbortController();
+  const waitSignal = AbortSignal.any([stop.signal, reachedEnd.signal]);
+  let last: number | undefined;
+  // Updates (and the peer's FIN, which cancels) arrive on the same stream.
+  const reading = (async () => {
+    try {
+      while (!(await r.done())) {
+        const u = decodeSubscribeUpdate(await r.message("SUBSCRIBE_UPDATE", MAX_CONTROL_MESSAGE));
+        end = u.end;
+        priority = u.priority;
+        // Already past the new end: finish now rather than at the next group.
+        if (end !== undefined && last !== undefined && last >= end) reachedEnd.abort();
+        stream.setSendOrder?.(priority);
+      }
+    } catch (err) {
+      if (err instanceof DecodeError) core.streamFailed("subscribe", err);
+    }
+    stop.abort();
+  })();
+  const inflight = new Set<Promise<void>>();
+  const maxInflight = Math.max(1, core.options.maxGroupsInFlight ?? 16);
+  let skipped = 0;
+  let finished = false;
+  try {
+    if (!v05) {
+      const latest = producer.latest;
+      await w.write(encodeSubscribeResponse({
+        kind: "ok",
+        priority: producer.info.priority,
+        ordered: producer.info.ordered,
+        maxLatency: producer.info.maxLatency,
+        start: latest === undefined ? undefined : Math.max(latest, m.start ?? latest),
+        end: undefined,
+      }, core.version));
+    }
+    for (;;) {
+      const group = await cursor.next(waitSignal);
+      core.stats.groupsSkipped += cursor.skipped - skipped;
+      skipped = cursor.skipped;
+      if (!group) {
+        finished = !stop.signal.aborted;
+        break;
+      }
+      if (end !== undefined && group.sequence > end) {
+        finished = true;
+        break;
+      }
+      if (v05 && last === undefined) {
+        await w.write(
+          encodeSubscribeResponse({ kind: "start", group: group.sequence }, core.version),
+        );
+      }
+      if (v05 && last !== undefined && group.sequence > last + 1) {
+        // Groups we will never send (skipped or never produced): tell the subscriber.
+        await w.write(encodeSubscribeResponse({
+          kind: "drop",
+          start: last + 1,
+          end: group.sequence - 1,
+          code: 0,
+        }, core.version));
+      }
+      last = group.sequence;
+      while (inflight.size >= maxInflight) await Promise.race(inflight);
+      if (stop.signal.aborted) break;
+      const sending = sendGroup(core, m.id, group, priority).finally(() =>
+        inflight.delete(sending)
+      );
+      inflight.add(sending);
+      if (end !== undefined && group.sequence >= end) {
+        finished = true;
+        break;
+      }
+    }
+    await Promise.all(inflight);
+    if (finished && v05) {
+      await w.write(
+        encodeSubscribeResponse({ kind: "end", group: (last ?? -1) + 1 }, core.version),
+      );
+    }
+  } finally {
+    cursor.close();
+    core.abort.signal.removeEventListener("abort", onAbort);
+    core.stats.subscriptionsClosed++;
+    await w.close();
+    r.cancel();
+    await reading;
+  }
+}
+
+async function sendGroup(
+  core: SessionCore,
+  id: bigint,
+  group: CachedGroup,
+  priority: number,
+): Promise<void> {
+  try {
+    const stream = await core.transport.openUni({ sendOrder: priority });
+    const out = new Sender(stream.writable, core.stats);
+    const header = encodeGroupStreamHeader({ subscribeId: id, sequence: group.sequence });
+    const body = group.encoded(core.version);
+    try {
+      if (body.length < 16_384) await out.write(concatBytes([header, body]));
+      else {
+        await out.write(header);
+        await out.write(body);
+      }
+      core.stats.groupsSent++;
+    } finally {
+      await out.close();
+    }
+  } catch (err) {
+    if (!core.isClosed) core.log("group-send", `group stream failed: ${errorText(err)}`);
+  }
+}

@@ -1,0 +1,140 @@
+/** The consuming side of SUBSCRIBE: opens a subscription to the peer's track and follows its responses. */
+import { concatBytes } from "../../transport/mod.ts";
+import {
+  BidiType,
+  decodeSubscribeResponse,
+  encodeSubscribe,
+  encodeSubscribeUpdate,
+  MAX_CONTROL_MESSAGE,
+} from "../codec/messages.ts";
+import { MoqError } from "../errors.ts";
+import { normalizePath, wirePath } from "../path.ts";
+import { DecodeError } from "../wire/errors.ts";
+import { encodeVarint } from "../wire/varint.ts";
+import { connectionLost, errorText, type SessionCore } from "./core.ts";
+import { requestTrackInfo } from "./fetch.ts";
+import { ClosableRequest } from "./request_stream.ts";
+import { Subscription } from "./subscription.ts";
+import type { SubscribeOptions } from "./types.ts";
+
+/** Registers a subscription to the peer's track and starts its request in its own task. */
+export function subscribe(
+  core: SessionCore,
+  path: string,
+  track: string,
+  options: SubscribeOptions,
+): Subscription {
+  const id = core.nextSubscribeId++;
+  const sub = new Subscription(normalizePath(path), track, id, core.options.maxGroupQueue ?? 64);
+  if (core.isClosed) {
+    sub._end(new MoqError("closed", "Session closed"));
+    return sub;
+  }
+  if (options.end !== undefined) sub._endGroup = options.end + 1;
+  core.subs.set(id, sub);
+  core.stats.upstreamSubscriptionsOpened++;
+  const closing = new AbortController();
+  const signal = options.signal;
+  const onAbort = () => sub.close();
+  signal?.addEventListener("abort", onAbort, { once: true });
+  sub._onClose = () => {
+    core.subs.delete(id);
+    core.stats.upstreamSubscriptionsClosed++;
+    signal?.removeEventListener("abort", onAbort);
+    closing.abort();
+  };
+  if (signal?.aborted) {
+    sub.close();
+    return sub;
+  }
+  core.spawn("subscribe", runSubscribe(core, sub, options, closing.signal));
+  return sub;
+}
+
+async function runSubscribe(
+  core: SessionCore,
+  sub: Subscription,
+  options: SubscribeOptions,
+  closing: AbortSignal,
+): Promise<void> {
+  const request = new ClosableRequest(closing);
+  try {
+    if (core.version === "moq-lite-05") {
+      sub.info = await requestTrackInfo(core, sub.path, sub.track);
+      sub._accept();
+    }
+    if (closing.aborted) return;
+    const { r, w } = await request.open(core, 100);
+    if (closing.aborted) return request.close();
+    sub._current = {
+      priority: options.priority ?? 0,
+      ordered: false,
+      maxLatency: 0,
+      start: options.start,
+      end: options.end,
+    };
+    await w.write(concatBytes([
+      encodeVarint(BidiType.Subscribe),
+      encodeSubscribe({
+        id: sub.id,
+        path: wirePath(sub.path),
+        track: sub.track,
+        ...sub._current,
+      }),
+    ]));
+    sub._sendUpdate = (u) => w.write(encodeSubscribeUpdate(u));
+    let first = true;
+    while (!(await r.done())) {
+      const type = await r.u53("response type");
+      const resp = decodeSubscribeResponse(
+        type,
+        await r.message("subscribe response", MAX_CONTROL_MESSAGE),
+        core.version,
+      );
+      if (core.version === "moq-lite-04") {
+        if (first && resp.kind !== "ok") {
+          throw new MoqError("protocol", "first response is not SUBSCRIBE_OK");
+        }
+        if (resp.kind === "ok") {
+          sub.info ??= {
+            priority: resp.priority,
+            ordered: resp.ordered,
+            maxLatency: resp.maxLatency,
+            timescale: 1000,
+          };
+          sub._accept();
+        }
+      } else if (resp.kind === "end") {
+        sub._endGroup = Math.min(resp.group, sub._endGroup ?? Infinity);
+      }
+      first = false;
+    }
+    // A publisher always answers before finishing (lite-04 SUBSCRIBE_OK, lite-05
+    // START or END), so a bare FIN is a refusal sent without a reset code.
+    if (first) {
+      throw new MoqError("refused", `Subscription to "${sub.path}" "${sub.track}" refused`);
+    }
+    sub._publisherDone = true;
+    sub._maybeFinish(250);
+  } catch (err) {
+    if (closing.aborted || core.isClosed) return;
+    const error = err instanceof MoqError
+      ? err
+      : connectionLost(err)
+      ? new MoqError("closed", `Session closed: ${errorText(err)}`, { cause: err })
+      : err instanceof DecodeError
+      ? new MoqError("protocol", errorText(err), { cause: err })
+      : new MoqError(
+        "refused",
+        `Subscription to "${sub.path}" "${sub.track}" failed: ${errorText(err)}`,
+        {
+          cause: err,
+        },
+      );
+    if (error.kind === "protocol") core.streamFailed("subscribe", err);
+    sub._end(error);
+  } finally {
+    request.release();
+    if (closing.aborted || sub._queue.ended) request.close();
+  }
+}

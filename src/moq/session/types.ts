@@ -1,0 +1,83 @@
+/** The public shapes of a moq-lite session's options, requests and received groups. */
+import type { TrackProducer } from "../track.ts";
+import type { Announcer } from "../announcer.ts";
+import type { MoqSession } from "./moq_session.ts";
+
+/** What the peer asks to be served. */
+export interface ServeRequest {
+  /** "track" (lite-05 TRACK), "subscribe" or "fetch". */
+  readonly kind: "track" | "subscribe" | "fetch";
+  /** Canonical broadcast path. */
+  readonly path: string;
+  /** Track name. */
+  readonly track: string;
+  /** The session asking (its `url` carries the client's query, e.g. `jwt`). */
+  readonly session: MoqSession;
+}
+
+/** The application's answer: a source to serve from, or a refusal. */
+export type ServeDecision = TrackProducer | "not-found" | "unauthorized" | undefined;
+
+/** Decides per request whether and from which source to serve. */
+export type ServeHandler = (request: ServeRequest) => ServeDecision | Promise<ServeDecision>;
+
+/** Options for {@linkcode connect} and {@linkcode accept}. */
+export interface MoqSessionOptions {
+  /** Closes the session when aborted. */
+  readonly signal?: AbortSignal;
+  /** Our origin (hop) id; default a random 53-bit value (JS peers read hops as 53-bit). */
+  readonly origin?: bigint;
+  /** Serves the peer's TRACK / SUBSCRIBE / FETCH requests; default: nothing is served. */
+  readonly serve?: ServeHandler;
+  /** Broadcasts to announce to the peer; default a private announcer (see `session.announce`). */
+  readonly announcer?: Announcer;
+  /** Which of our announcements this peer may see (default all). */
+  readonly announceFilter?: (path: string, session: MoqSession) => boolean;
+  /** Which of the peer's announcements we accept (default all); refused ones are counted. */
+  readonly acceptAnnounce?: (path: string, session: MoqSession) => boolean;
+  /** Per-subscriber queue bound in groups before skipping to the latest (default 16). */
+  readonly maxGroupQueue?: number;
+  /** Largest frame accepted from the peer (default 16 MiB). */
+  readonly maxFrameSize?: number;
+  /** Largest group accepted from the peer (default 64 MiB). */
+  readonly maxGroupSize?: number;
+  /** Bytes of partially received groups held at once per session (default 128 MiB). */
+  readonly maxBufferedBytes?: number;
+  /** Concurrent group streams per served subscription (default 16). */
+  readonly maxGroupsInFlight?: number;
+  /** Where diagnostics go (default console.warn); each kind is logged once per session. */
+  readonly log?: (message: string) => void;
+}
+
+/** Options only for {@linkcode accept}. */
+export interface MoqAcceptOptions extends MoqSessionOptions {
+  /** How long to wait for a native-QUIC lite-05 client's SETUP (its URL), ms (default 10 s). */
+  readonly setupTimeout?: number;
+  /**
+   * Decides whether to admit the session once its URL is known, before any
+   * request is served. Returning false closes it with code 6 (unauthorized).
+   */
+  readonly admit?: (session: MoqSession) => boolean | Promise<boolean>;
+}
+
+/** A group received from the peer. */
+export interface ReceivedGroup {
+  /** Absolute group sequence. */
+  readonly sequence: number;
+  /** The frames, in order. */
+  readonly frames: Uint8Array[];
+  /** Timestamp of the first frame in the track timescale (lite-05), else 0. */
+  readonly timestamp: number;
+}
+
+/** Options for {@linkcode MoqSession.subscribe}. */
+export interface SubscribeOptions {
+  /** Ends the subscription when aborted (iteration then simply stops). */
+  readonly signal?: AbortSignal;
+  /** Subscriber priority 0..255 (default 0). */
+  readonly priority?: number;
+  /** First group wanted (default: latest). */
+  readonly start?: number;
+  /** Last group wanted, inclusive (default: unbounded). */
+  readonly end?: number;
+}

@@ -1,0 +1,32 @@
+/** Counters one moq session keeps; read them any time (the relay's metrics do). */
+export class MoqStats {
+  /** Bytes written to the transport's streams. */
+  bytesSent = 0;
+  /** Bytes read from the transport's streams. */
+  bytesReceived = 0;
+  /** Subscriptions the peer opened that we serve (accepted). */
+  subscriptionsOpened = 0;
+  /** Served subscriptions that ended. */
+  subscriptionsClosed = 0;
+  /** Subscriptions we opened to the peer. */
+  upstreamSubscriptionsOpened = 0;
+  /** Our subscriptions to the peer that ended. */
+  upstreamSubscriptionsClosed = 0;
+  /** Refused or failed subscribe requests from the peer, by reason. */
+  readonly subscribeErrors: Map<string, number> = new Map();
+  /** Groups sent on group streams. */
+  groupsSent = 0;
+  /** Groups received complete. */
+  groupsReceived = 0;
+  /** Groups not delivered because a subscriber (ours or the peer) fell behind. */
+  groupsSkipped = 0;
+  /** Peer announcements refused by the `acceptAnnounce` policy. */
+  announcementsRefused = 0;
+  /** Streams or sessions ended because of the peer's malformed or hostile input. */
+  protocolErrors = 0;
+
+  /** Counts one subscribe error. */
+  subscribeError(reason: string): void {
+    this.subscribeErrors.set(reason, (this.subscribeErrors.get(reason) ?? 0) + 1);
+  }
+}
