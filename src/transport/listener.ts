@@ -1,0 +1,185 @@
+/**
+ * The one UDP listener of a sluice server: native QUIC moq-lite
+ * (`moq-lite-05`, `moq-lite-04`) and WebTransport over HTTP/3 (`h3`) on the
+ * same port, chosen per connection by TLS ALPN.
+ *
+ * WebTransport CONNECTs go through `admitWebTransport` before a session
+ * exists (it sees path, query, Origin and offered protocols and answers 200
+ * with a protocol, or a refusal status). Native QUIC carries the URL only in
+ * the moq SETUP, so for those connections admission is the moq layer's job:
+ * the listener just yields the session.
+ */
+import { MOQ_ALPNS, quicSession } from "./quic.ts";
+import type { Session } from "./session.ts";
+import {
+  admitAny,
+  type AdmitWebTransport,
+  H3Code,
+  type H3Connection,
+  serveWebTransport,
+  type Timers,
+} from "./webtransport/mod.ts";
+
+/** ALPN token of HTTP/3 (WebTransport). */
+export const H3_ALPN = "h3";
+
+/** Options for {@link listen}. */
+export interface ListenOptions {
+  /** Interface to bind (default 127.0.0.1). */
+  readonly hostname?: string;
+  /** UDP port (0 picks one; see `addr`). */
+  readonly port?: number;
+  /** Certificate chain, PEM. */
+  readonly certPem: string;
+  /** Private key, PEM. */
+  readonly keyPem: string;
+  /** ALPN tokens served (default moq-lite-05, moq-lite-04, h3). */
+  readonly alpn?: readonly string[];
+  /** Decides each WebTransport CONNECT (default: accept any path, lite-05 preferred). */
+  readonly admitWebTransport?: AdmitWebTransport;
+  /** Receives every session: native QUIC right after the handshake, WebTransport once admitted. */
+  readonly onSession: (session: Session) => void;
+  /** Incoming unidirectional stream limit per connection (default 1000: moq-lite opens one per group). */
+  readonly maxConcurrentUnidirectionalStreams?: number;
+  /** Incoming bidirectional stream limit per connection (default 100). */
+  readonly maxConcurrentBidirectionalStreams?: number;
+  /** QUIC idle timeout in ms (default 30000). */
+  readonly maxIdleTimeout?: number;
+  /** WebTransport connections that open no session within this time are closed (default 10000 ms). */
+  readonly webTransportSessionTimeoutMs?: number;
+  /** Largest WebTransport request header section (default 16384). */
+  readonly maxFieldSectionSize?: number;
+  /** Timer functions (tests). */
+  readonly timers?: Timers;
+}
+
+/** A running listener. */
+export interface Listener {
+  /** The bound UDP address. */
+  readonly addr: Deno.NetAddr;
+  /**
+   * Stops accepting; WebTransport sessions get a close capsule (code 0,
+   * "server stopping") and their connections close once the peer finished or
+   * after 2 s; native QUIC connections close at once. Resolves when all are
+   * cleaned up.
+   */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the combined native-QUIC / WebTransport listener.
+ *
+ * @example
+ * ```ts
+ * const server = await listen({
+ *   port: 4443, certPem, keyPem,
+ *   admitWebTransport: (req) =>
+ *     req.path === "/moq" ? { status: 200, protocol: "moq-lite-05" } : { status: 404 },
+ *   onSession: (session) => serveMoq(session),
+ * });
+ * await server.stop();
+ * ```
+ */
+export function listen(options: ListenOptions): Promise<Listener> {
+  const endpoint = new Deno.QuicEndpoint({
+    hostname: options.hostname ?? "127.0.0.1",
+    port: options.port ?? 0,
+  });
+  const alpn = [...(options.alpn ?? [...MOQ_ALPNS, H3_ALPN])];
+  const listener = endpoint.listen({
+    cert: options.certPem,
+    key: options.keyPem,
+    alpnProtocols: alpn,
+    maxConcurrentUnidirectionalStreams: options.maxConcurrentUnidirectionalStreams ?? 1000,
+    maxConcurrentBidirectionalStreams: options.maxConcurrentBidirectionalStreams ?? 100,
+    maxIdleTimeout: options.maxIdleTimeout ?? 30_000,
+  });
+  const h3Conns = new Set<H3Connection>();
+  const quicConns = new Set<Deno.QuicConn>();
+  const handshakes = new Set<Promise<void>>();
+  let stopped = false;
+
+  const deliver = (session: Session): void => {
+    try {
+      options.onSession(session);
+    } catch {
+      session.close(1, "Session handler failed");
+    }
+  };
+
+  const handle = async (incoming: Deno.QuicIncoming): Promise<void> => {
+    let conn: Deno.QuicConn;
+    try {
+      conn = await incoming.accept();
+    } catch {
+      return; // failed handshake: nothing to clean up
+    }
+    if (stopped) {
+      conn.close({ closeCode: H3Code.NO_ERROR, reason: "server stopping" });
+      return;
+    }
+    if (conn.protocol === H3_ALPN) {
+      const h3 = serveWebTransport(conn, {
+        admit: options.admitWebTransport ?? admitAny,
+        onSession: deliver,
+        ...(options.webTransportSessionTimeoutMs !== undefined
+          ? { sessionTimeoutMs: options.webTransportSessionTimeoutMs }
+          : {}),
+        ...(options.maxFieldSectionSize !== undefined
+          ? { maxFieldSectionSize: options.maxFieldSectionSize }
+          : {}),
+        ...(options.timers ? { timers: options.timers } : {}),
+      });
+      h3Conns.add(h3);
+      h3.settled().finally(() => h3Conns.delete(h3));
+      return;
+    }
+    quicConns.add(conn);
+    conn.closed.catch(() => {}).finally(() => quicConns.delete(conn));
+    deliver(quicSession(conn));
+  };
+
+  const acceptLoop = (async () => {
+    for (;;) {
+      let incoming: Deno.QuicIncoming;
+      try {
+        incoming = await listener.incoming();
+      } catch {
+        return;
+      }
+      const task = handle(incoming).catch(() => {});
+      handshakes.add(task);
+      task.finally(() => handshakes.delete(task));
+    }
+  })();
+
+  return Promise.resolve({
+    addr: endpoint.addr,
+    async stop(): Promise<void> {
+      if (stopped) return;
+      stopped = true;
+      try {
+        listener.stop();
+      } catch {
+        // already stopped
+      }
+      await Promise.allSettled([...handshakes]);
+      const closing = [...h3Conns].map((h3) => h3.shutdown("server stopping"));
+      for (const c of quicConns) {
+        try {
+          c.close({ closeCode: 0, reason: "server stopping" });
+        } catch {
+          // already closed
+        }
+      }
+      await Promise.allSettled(closing);
+      await Promise.allSettled([...quicConns].map((c) => c.closed));
+      try {
+        endpoint.close();
+      } catch {
+        // already closed
+      }
+      await acceptLoop;
+    },
+  });
+}

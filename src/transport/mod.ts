@@ -1,0 +1,30 @@
+/**
+ * Transports that carry MoQ sessions: native QUIC and WebTransport over HTTP/3.
+ *
+ * @module
+ */
+export type {
+  BidiStream,
+  RecvStream,
+  SendStream,
+  Session,
+  SessionCloseInfo,
+  StreamOptions,
+} from "./session.ts";
+export {
+  type CertificateHash,
+  connectQuicSession,
+  type ConnectQuicSessionOptions,
+  formatAddr,
+  listenQuic,
+  type ListenQuicOptions,
+  MOQ_ALPNS,
+  QuicConnectError,
+  quicSession,
+  type QuicSessionListener,
+  type QuicSessionOptions,
+} from "./quic.ts";
+export { H3_ALPN, listen, type Listener, type ListenOptions } from "./listener.ts";
+export { concatBytes } from "./bytes.ts";
+export { freeUdpTcpPort } from "./free_port.ts";
+export * from "./webtransport/mod.ts";

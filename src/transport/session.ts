@@ -1,0 +1,73 @@
+/**
+ * The transport-neutral session every MoQ session runs on. Native QUIC
+ * (`quic.ts`) and sluice's own WebTransport over HTTP/3 (`webtransport/`)
+ * both implement it; `src/moq/` never knows which one it has.
+ *
+ * Contract notes (shared by the implementations; extend additively):
+ * - Each stream owns its errors: a failing stream rejects its own reads or
+ *   writes and never throws into the session or the process.
+ * - `close()` is idempotent; `closed` always resolves (never rejects).
+ * - Deno 2.9's QUIC cannot send a stream reset with a code: `reset()`
+ *   is best effort (FIN on native QUIC) and `stop()` sends STOP_SENDING 0.
+ */
+export interface Session {
+  /** Which transport carries the session. */
+  readonly transport: "quic" | "webtransport";
+  /** Negotiated application protocol: "moq-lite-05" or "moq-lite-04" (ALPN or WT-Protocol). */
+  readonly protocol: string;
+  /** The URL the client dialed (path and query, e.g. the `jwt` parameter), when known. */
+  readonly url: URL | undefined;
+  /** The peer's address as `host:port`. */
+  readonly remote: string;
+  /** Opens a bidirectional stream. */
+  openBidi(options?: StreamOptions): Promise<BidiStream>;
+  /** Opens a unidirectional send stream. */
+  openUni(options?: StreamOptions): Promise<SendStream>;
+  /** Accepts the next peer-opened bidirectional stream; undefined once the session ended. */
+  acceptBidi(): Promise<BidiStream | undefined>;
+  /** Accepts the next peer-opened unidirectional stream; undefined once the session ended. */
+  acceptUni(): Promise<RecvStream | undefined>;
+  /** Sends a datagram when the peer accepts them (best effort). */
+  sendDatagram?(data: Uint8Array): Promise<void>;
+  /** Reads the next datagram; undefined once the session ended. */
+  readDatagram?(): Promise<Uint8Array | undefined>;
+  /** Largest datagram payload now, 0 when datagrams are not possible. */
+  readonly maxDatagramSize?: number;
+  /** Ends the session with an application code and reason. Idempotent. */
+  close(code: number, reason: string): void;
+  /** Resolves when the session ends, with the code and reason (ours or the peer's). */
+  readonly closed: Promise<SessionCloseInfo>;
+}
+
+/** Why a session ended. */
+export interface SessionCloseInfo {
+  /** Application close code (0 for a clean close). */
+  readonly code: number;
+  /** Reason text, possibly empty. */
+  readonly reason: string;
+  /** True when the connection was lost rather than closed by either side. */
+  readonly dropped?: boolean;
+}
+
+/** Options for opening a stream. */
+export interface StreamOptions {
+  /** Higher values are sent first (QUIC sendOrder). */
+  readonly sendOrder?: number;
+}
+
+/** A stream's send half. */
+export interface SendStream {
+  /** The Web-standard writable; `close()` sends FIN. */
+  readonly writable: WritableStream<Uint8Array>;
+  /** Changes the stream's priority while it is open. */
+  setSendOrder?(order: number): void;
+}
+
+/** A stream's receive half. */
+export interface RecvStream {
+  /** The Web-standard readable; ends at the peer's FIN, errors on its reset. */
+  readonly readable: ReadableStream<Uint8Array>;
+}
+
+/** Both halves of a bidirectional stream. */
+export interface BidiStream extends SendStream, RecvStream {}

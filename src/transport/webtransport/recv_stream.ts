@@ -1,0 +1,45 @@
+import { WebTransportStreamError } from "./errors.ts";
+import { streamErrorCode } from "./stream_error.ts";
+
+/**
+ * Re-exposes a WT stream's remaining bytes (after its header) as a fresh,
+ * undisturbed byte stream: first `initial` (bytes already read past the
+ * header), then the rest of `reader`. A peer reset surfaces as
+ * WebTransportStreamError carrying the application code; cancelling it
+ * sends STOP_SENDING.
+ */
+export function recvStream(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  initial?: Uint8Array,
+): ReadableStream<Uint8Array> {
+  let first = initial !== undefined && initial.length > 0 ? initial.slice() : undefined;
+  return new ReadableStream({
+    type: "bytes",
+    async pull(controller: ReadableByteStreamController) {
+      if (first) {
+        controller.enqueue(first as Uint8Array<ArrayBuffer>);
+        first = undefined;
+        return;
+      }
+      try {
+        const { value, done } = await reader.read();
+        if (done) {
+          controller.close();
+          controller.byobRequest?.respond(0);
+        } else if (value.length > 0) {
+          controller.enqueue(value as Uint8Array<ArrayBuffer>);
+        }
+      } catch (err) {
+        const code = streamErrorCode(err);
+        controller.error(
+          code === undefined
+            ? err
+            : new WebTransportStreamError(code, `Stream reset by peer with code ${code}`),
+        );
+      }
+    },
+    cancel(reason) {
+      return reader.cancel(reason).catch(() => {});
+    },
+  });
+}

@@ -1,0 +1,239 @@
+import type { Session } from "../session.ts";
+import { H3ConnectionError } from "./errors.ts";
+import { encodeFrame, FrameType } from "./frame.ts";
+import { H3Connection, type Timers } from "./h3_connection.ts";
+import { headersPayload, headerValue, isWellFormed, readHeaders } from "./headers.ts";
+import { type HeaderField, HeaderTooLargeError } from "./qpack.ts";
+import type { StreamReader } from "./stream_reader.ts";
+import { parseStringList, serializeString } from "./structured_field.ts";
+import { WebTransportSession } from "./wt_session.ts";
+
+/** What the application sees before deciding to accept a WebTransport session. */
+export interface WebTransportRequest {
+  /** Always "CONNECT" (other methods never reach the admission callback). */
+  readonly method: string;
+  /** `https://{authority}{path}`. */
+  readonly url: URL;
+  /** The request path, without the query. */
+  readonly path: string;
+  /** The query parameters (e.g. `jwt`). */
+  readonly query: URLSearchParams;
+  /** The `origin` header, when the client sent one (browsers always do). */
+  readonly origin: string | undefined;
+  /** Protocols offered in `wt-available-protocols`, in the client's order (empty when none). */
+  readonly protocols: readonly string[];
+  /** Every request header line, pseudo-headers included. */
+  readonly headers: readonly HeaderField[];
+  /** The peer's address as host:port. */
+  readonly remote: string;
+}
+
+/**
+ * The application's answer: accept with a protocol (one of the offered ones;
+ * ignored when the client offered none, which makes the session moq-lite-04),
+ * or refuse with a status.
+ */
+export type Admission =
+  | { readonly status: 200; readonly protocol: string }
+  | { readonly status: 400 | 401 | 403 | 404 | 429 | 500 | 503; readonly reason?: string };
+
+/** Decides whether to accept a WebTransport session. */
+export type AdmitWebTransport = (req: WebTransportRequest) => Admission | Promise<Admission>;
+
+/** Our protocol preference: lite-05 first, then lite-04. */
+export const PREFERRED_PROTOCOLS: readonly string[] = ["moq-lite-05", "moq-lite-04"];
+
+/**
+ * Picks the protocol for an offer: the first of `preferred` that the client
+ * offered; "moq-lite-04" when the client offered nothing (as the reference
+ * relay does); undefined when nothing matches.
+ */
+export function chooseProtocol(
+  offered: readonly string[],
+  preferred: readonly string[] = PREFERRED_PROTOCOLS,
+): string | undefined {
+  if (offered.length === 0) return "moq-lite-04";
+  return preferred.find((p) => offered.includes(p));
+}
+
+/** Accepts any path, choosing the protocol with {@link chooseProtocol}; 400 when no protocol matches. */
+export function admitAny(req: WebTransportRequest): Admission {
+  const protocol = chooseProtocol(req.protocols);
+  return protocol === undefined
+    ? { status: 400, reason: "No supported protocol offered" }
+    : { status: 200, protocol };
+}
+
+/** Options for serving WebTransport on one accepted `h3` QUIC connection. */
+export interface ServeWebTransportOptions {
+  /** Decides each CONNECT before a session exists (default {@link admitAny}). */
+  readonly admit?: AdmitWebTransport;
+  /** Receives each accepted session. */
+  readonly onSession: (session: Session) => void;
+  /** Largest request header section (default 16384). */
+  readonly maxFieldSectionSize?: number;
+  /** Close connections that open no session within this time (default 10000 ms). */
+  readonly sessionTimeoutMs?: number;
+  /** WT streams buffered before their CONNECT is answered (default 64). */
+  readonly maxBufferedStreams?: number;
+  /** Timer functions (tests). */
+  readonly timers?: Timers;
+}
+
+/** Matches the WEBTRANSPORT_MAX_SESSIONS we advertise. */
+const MAX_SESSIONS_PER_CONNECTION = 16;
+
+const PSEUDO = new Set([":method", ":scheme", ":authority", ":path", ":protocol"]);
+
+/**
+ * Serves HTTP/3 WebTransport on an accepted QUIC connection (ALPN `h3`):
+ * SETTINGS, extended CONNECT with admission, sessions. Returns the HTTP/3
+ * connection (its `settled()` resolves after it closed and cleaned up).
+ */
+export function serveWebTransport(
+  conn: Deno.QuicConn,
+  options: ServeWebTransportOptions,
+): H3Connection {
+  const admit = options.admit ?? admitAny;
+  const h3: H3Connection = new H3Connection(conn, {
+    role: "server",
+    ...(options.maxFieldSectionSize !== undefined
+      ? { maxFieldSectionSize: options.maxFieldSectionSize }
+      : {}),
+    ...(options.sessionTimeoutMs !== undefined
+      ? { sessionTimeoutMs: options.sessionTimeoutMs }
+      : {}),
+    ...(options.maxBufferedStreams !== undefined
+      ? { maxBufferedStreams: options.maxBufferedStreams }
+      : {}),
+    ...(options.timers ? { timers: options.timers } : {}),
+    onRequest: (stream, reader, firstType) =>
+      handleRequest(h3, stream, reader, firstType, admit, options.onSession),
+  });
+  h3.start();
+  return h3;
+}
+
+async function handleRequest(
+  h3: H3Connection,
+  stream: Deno.QuicBidirectionalStream,
+  reader: StreamReader,
+  firstType: number,
+  admit: AdmitWebTransport,
+  onSession: (session: Session) => void,
+): Promise<void> {
+  const id = Number(stream.writable.id);
+  const writer = stream.writable.getWriter();
+  const refuse = async (status: number, reason = ""): Promise<void> => {
+    h3.refuseSession(id);
+    reader.cancel();
+    const fields: HeaderField[] = [[":status", String(status)]];
+    if (reason) fields.push(["content-type", "text/plain;charset=utf-8"]);
+    const parts = [encodeFrame(FrameType.HEADERS, headersPayload(fields))];
+    if (reason) parts.push(encodeFrame(FrameType.DATA, new TextEncoder().encode(reason)));
+    try {
+      for (const p of parts) await writer.write(p);
+      await writer.close();
+    } catch {
+      // peer gone
+    }
+  };
+
+  let fields: HeaderField[] | undefined;
+  try {
+    fields = await readHeaders(reader, h3.maxFieldSectionSize, firstType);
+  } catch (err) {
+    if (err instanceof HeaderTooLargeError) return await refuse(431, err.message);
+    if (err instanceof H3ConnectionError) throw err;
+    h3.refuseSession(id); // reset or truncated: the request is incomplete
+    writer.close().catch(() => {});
+    return;
+  }
+  if (fields === undefined) {
+    h3.refuseSession(id);
+    writer.close().catch(() => {});
+    return;
+  }
+
+  if (!isWellFormed(fields, PSEUDO)) return await refuse(400, "Malformed request headers");
+  const method = headerValue(fields, ":method");
+  if (method !== "CONNECT") return await refuse(405, "Only WebTransport CONNECT is served");
+  const protocol = headerValue(fields, ":protocol");
+  const scheme = headerValue(fields, ":scheme");
+  const authority = headerValue(fields, ":authority");
+  const path = headerValue(fields, ":path");
+  if (protocol !== "webtransport") return await refuse(400, "Expected :protocol webtransport");
+  if (scheme !== "https" || !authority || !path || !path.startsWith("/")) {
+    return await refuse(400, "Missing or bad :scheme, :authority or :path");
+  }
+  let url: URL;
+  let offered: string[];
+  try {
+    url = new URL(`https://${authority}${path}`);
+    offered = fields.filter((f) => f[0] === "wt-available-protocols")
+      .flatMap((f) => parseStringList(f[1]));
+  } catch (err) {
+    return await refuse(400, (err as Error).message);
+  }
+
+  let decision: Admission | undefined;
+  try {
+    // A connection that closes while the application deliberates ends the wait.
+    decision = await raceClosed(
+      h3,
+      admit({
+        method,
+        url,
+        path: url.pathname,
+        query: url.searchParams,
+        origin: headerValue(fields, "origin"),
+        protocols: offered,
+        headers: fields,
+        remote: h3.remote,
+      }),
+    );
+  } catch {
+    return await refuse(500, "Admission failed");
+  }
+  if (decision === undefined || h3.isClosed) return;
+  if (h3.sessionCount >= MAX_SESSIONS_PER_CONNECTION) {
+    return await refuse(429, "Too many sessions on this connection");
+  }
+  if (decision.status !== 200) return await refuse(decision.status, decision.reason ?? "");
+  if (offered.length > 0 && !offered.includes(decision.protocol)) {
+    return await refuse(400, `Protocol "${decision.protocol}" was not offered`);
+  }
+
+  const response: HeaderField[] = [
+    [":status", "200"],
+    ["sec-webtransport-http3-draft", "draft02"],
+  ];
+  if (offered.length > 0) response.push(["wt-protocol", serializeString(decision.protocol)]);
+  try {
+    await writer.write(encodeFrame(FrameType.HEADERS, headersPayload(response)));
+  } catch {
+    h3.refuseSession(id);
+    return;
+  }
+  const session = new WebTransportSession({
+    host: h3,
+    id,
+    writer,
+    reader,
+    // Without wt-available-protocols the client cannot learn a WT-Protocol, so it
+    // speaks the un-negotiated handshake: the session is lite-04 whatever was chosen.
+    protocol: offered.length > 0 ? decision.protocol : "moq-lite-04",
+    url,
+    remote: h3.remote,
+  });
+  h3.addSession(session);
+  try {
+    onSession(session);
+  } catch {
+    session.close(1, "Session handler failed");
+  }
+}
+
+function raceClosed<T>(h3: H3Connection, value: T | Promise<T>): Promise<T | undefined> {
+  return Promise.race([Promise.resolve(value), h3.closed.then(() => undefined)]);
+}

@@ -1,0 +1,326 @@
+import type {
+  BidiStream,
+  RecvStream,
+  SendStream,
+  Session,
+  SessionCloseInfo,
+  StreamOptions,
+} from "../session.ts";
+import { AsyncQueue } from "./async_queue.ts";
+import { recvStream } from "./recv_stream.ts";
+import { CapsuleType, decodeCloseCapsule, encodeCloseCapsule } from "./capsule.ts";
+import { H3Code, H3ConnectionError } from "./errors.ts";
+import { encodeFrame, FrameType, HTTP2_RESERVED_FRAME_TYPES, wtStreamHeader } from "./frame.ts";
+import type { StreamReader } from "./stream_reader.ts";
+import { decodeVarint, encodeVarint } from "./varint.ts";
+
+/** What a WebTransport session needs from its HTTP/3 connection. */
+export interface SessionHost {
+  /** The QUIC connection. */
+  readonly conn: Deno.QuicConn;
+  /** Closes the whole connection with an HTTP/3 error. */
+  fail(code: number, reason: string): void;
+  /** Tells the connection the session ended; `peerDone` resolves when the peer finished the CONNECT stream. */
+  sessionEnded(id: number, peerDone: Promise<void>): void;
+  /** Runs a task whose failure must stay contained. */
+  spawn(task: Promise<unknown>): void;
+}
+
+const MAX_BUFFERED_DATAGRAMS = 256;
+const MAX_BUFFERED_CAPSULE = 4096;
+
+/**
+ * One WebTransport session over HTTP/3: the CONNECT stream carries capsules;
+ * WT streams after their header bytes are handed to the application as the
+ * raw QUIC streams (no copying); datagrams carry the quarter stream id.
+ */
+export class WebTransportSession implements Session {
+  /** Always "webtransport". */
+  readonly transport = "webtransport" as const;
+  /** Negotiated WT-Protocol (or the documented default when none was negotiated). */
+  readonly protocol: string;
+  /** The CONNECT URL. */
+  readonly url: URL | undefined;
+  /** The peer's address. */
+  readonly remote: string;
+  /** Session id: the CONNECT stream's id. */
+  readonly id: number;
+  /** Resolves when the session ends. */
+  readonly closed: Promise<SessionCloseInfo>;
+  /** Resolves when the peer asked to drain (DRAIN_WEBTRANSPORT_SESSION). */
+  readonly draining: Promise<void>;
+
+  #host: SessionHost;
+  #writer: WritableStreamDefaultWriter<Uint8Array>;
+  #reader: StreamReader;
+  #bidi = new AsyncQueue<BidiStream>();
+  #uni = new AsyncQueue<RecvStream>();
+  #datagrams = new AsyncQueue<Uint8Array>(MAX_BUFFERED_DATAGRAMS);
+  #datagramPrefix: Uint8Array;
+  #resolveClosed!: (info: SessionCloseInfo) => void;
+  #resolveDrain!: () => void;
+  #done = false;
+  #readLoop: Promise<void>;
+
+  /** Created by the server or client once the CONNECT got a 2xx. */
+  constructor(init: {
+    host: SessionHost;
+    id: number;
+    writer: WritableStreamDefaultWriter<Uint8Array>;
+    reader: StreamReader;
+    protocol: string;
+    url: URL | undefined;
+    remote: string;
+  }) {
+    this.#host = init.host;
+    this.id = init.id;
+    this.#writer = init.writer;
+    this.#reader = init.reader;
+    this.protocol = init.protocol;
+    this.url = init.url;
+    this.remote = init.remote;
+    this.#datagramPrefix = encodeVarint(init.id / 4);
+    this.closed = new Promise((r) => (this.#resolveClosed = r));
+    this.draining = new Promise((r) => (this.#resolveDrain = r));
+    this.#readLoop = this.#readConnectStream();
+    init.host.spawn(this.#readLoop);
+  }
+
+  /** Opens a bidirectional WT stream. */
+  async openBidi(options?: StreamOptions): Promise<BidiStream> {
+    this.#assertOpen();
+    const s = await this.#host.conn.createBidirectionalStream({
+      sendOrder: options?.sendOrder ?? 0,
+      waitUntilAvailable: true,
+    });
+    await writeHeader(s.writable, wtStreamHeader("bidi", this.id));
+    return {
+      readable: recvStream(s.readable.getReader()),
+      writable: s.writable,
+      setSendOrder: (o) => void (s.writable.sendOrder = o),
+    };
+  }
+
+  /** Opens a unidirectional WT stream. */
+  async openUni(options?: StreamOptions): Promise<SendStream> {
+    this.#assertOpen();
+    const s = await this.#host.conn.createUnidirectionalStream({
+      sendOrder: options?.sendOrder ?? 0,
+      waitUntilAvailable: true,
+    });
+    await writeHeader(s, wtStreamHeader("uni", this.id));
+    return { writable: s, setSendOrder: (o) => void (s.sendOrder = o) };
+  }
+
+  /** Next peer-opened bidirectional stream, undefined once the session ended. */
+  acceptBidi(): Promise<BidiStream | undefined> {
+    return this.#bidi.next();
+  }
+
+  /** Next peer-opened unidirectional stream, undefined once the session ended. */
+  acceptUni(): Promise<RecvStream | undefined> {
+    return this.#uni.next();
+  }
+
+  /** Largest datagram payload the application may send now (0 when impossible). */
+  get maxDatagramSize(): number {
+    if (this.#done) return 0;
+    try {
+      return Math.max(0, this.#host.conn.maxDatagramSize - this.#datagramPrefix.length);
+    } catch {
+      return 0; // connection gone
+    }
+  }
+
+  /** Sends a datagram (best effort; rejects when too large). */
+  async sendDatagram(data: Uint8Array): Promise<void> {
+    this.#assertOpen();
+    const out = new Uint8Array(this.#datagramPrefix.length + data.length);
+    out.set(this.#datagramPrefix);
+    out.set(data, this.#datagramPrefix.length);
+    await this.#host.conn.sendDatagram(out);
+  }
+
+  /** Next datagram, undefined once the session ended. Old datagrams are dropped when 256 wait unread. */
+  readDatagram(): Promise<Uint8Array | undefined> {
+    return this.#datagrams.next();
+  }
+
+  /** Sends CLOSE_WEBTRANSPORT_SESSION with `code` and `reason`, then FIN. Idempotent. */
+  close(code = 0, reason = ""): void {
+    if (this.#done) return;
+    this.#finish({ code, reason });
+    const capsule = encodeCloseCapsule(code, reason);
+    this.#host.spawn(
+      (async () => {
+        await this.#writer.write(encodeFrame(FrameType.DATA, capsule));
+        await this.#writer.close();
+      })().catch(() => {}),
+    );
+  }
+
+  /** Delivers a peer-opened WT stream whose header `reader` consumed (called by the connection). */
+  deliverBidi(stream: Deno.QuicBidirectionalStream, reader: StreamReader): void {
+    const ok = this.#bidi.push({
+      readable: recvStream(reader.reader, reader.takeBuffered()),
+      writable: stream.writable,
+      setSendOrder: (o) => void (stream.writable.sendOrder = o),
+    });
+    if (!ok) {
+      reader.cancel();
+      stream.writable.close().catch(() => {});
+    }
+  }
+
+  /** Delivers a peer-opened WT uni stream whose header `reader` consumed (called by the connection). */
+  deliverUni(reader: StreamReader): void {
+    if (!this.#uni.push({ readable: recvStream(reader.reader, reader.takeBuffered()) })) {
+      reader.cancel();
+    }
+  }
+
+  /** Delivers a datagram payload (called by the connection). */
+  deliverDatagram(payload: Uint8Array): void {
+    this.#datagrams.push(payload);
+  }
+
+  /** Ends the session because the connection is gone. */
+  connectionLost(info: SessionCloseInfo): void {
+    this.#finish(info);
+  }
+
+  #assertOpen(): void {
+    if (this.#done) throw new Error("WebTransport session is closed");
+  }
+
+  #finish(info: SessionCloseInfo): void {
+    if (this.#done) return;
+    this.#done = true;
+    for (const s of this.#bidi.close()) discardBidi(s);
+    for (const s of this.#uni.close()) s.readable.cancel().catch(() => {});
+    this.#datagrams.close();
+    this.#resolveClosed(info);
+    this.#host.sessionEnded(this.id, this.#readLoop.catch(() => {}));
+  }
+
+  async #readConnectStream(): Promise<void> {
+    const r = this.#reader;
+    let pending: Uint8Array = new Uint8Array(0); // capsule bytes not yet parsed
+    let skip = 0; // bytes of an ignored capsule still to drop
+    try {
+      for (;;) {
+        const type = await r.varint("a frame");
+        if (type === undefined) break;
+        const length = await r.varint("a frame");
+        if (length === undefined) {
+          throw new H3ConnectionError(H3Code.FRAME_ERROR, "Truncated frame");
+        }
+        if (type === FrameType.DATA) {
+          let left = length;
+          while (left > 0) {
+            const chunk = await r.chunk(left);
+            if (!chunk) throw new H3ConnectionError(H3Code.FRAME_ERROR, "Truncated DATA frame");
+            left -= chunk.length;
+            let data = chunk;
+            if (skip > 0) {
+              const n = Math.min(skip, data.length);
+              skip -= n;
+              data = data.subarray(n);
+            }
+            if (data.length === 0) continue;
+            pending = pending.length === 0 ? data.slice() : concat(pending, data);
+            ({ pending, skip } = this.#parseCapsules(pending));
+          }
+        } else if (
+          type === FrameType.HEADERS || type === FrameType.SETTINGS || type === FrameType.GOAWAY ||
+          type === FrameType.MAX_PUSH_ID || type === FrameType.CANCEL_PUSH ||
+          type === FrameType.PUSH_PROMISE || HTTP2_RESERVED_FRAME_TYPES.has(type)
+        ) {
+          throw new H3ConnectionError(
+            H3Code.FRAME_UNEXPECTED,
+            `Frame 0x${type.toString(16)} on a WebTransport CONNECT stream`,
+          );
+        } else {
+          await r.skip(length);
+        }
+      }
+      // FIN without a capsule: clean close with code 0.
+      this.#finish({ code: 0, reason: "" });
+      this.#writer.close().catch(() => {});
+    } catch (err) {
+      if (err instanceof H3ConnectionError) {
+        this.#host.fail(err.code, err.message);
+        this.#finish({ code: 0, reason: err.message, dropped: true });
+      } else {
+        this.#finish({ code: 0, reason: "", dropped: true });
+      }
+    }
+  }
+
+  #parseCapsules(buf: Uint8Array): { pending: Uint8Array; skip: number } {
+    let o = 0;
+    for (;;) {
+      const type = decodeVarint(buf, o);
+      if (!type) break;
+      const len = decodeVarint(buf, o + type.length);
+      if (!len) break;
+      const start = o + type.length + len.length;
+      if (type.value === CapsuleType.CLOSE_WEBTRANSPORT_SESSION) {
+        if (len.value > 4 + 1024 || len.value < 4) {
+          throw new H3ConnectionError(H3Code.MESSAGE_ERROR, "Malformed CLOSE_WEBTRANSPORT_SESSION");
+        }
+        if (buf.length < start + len.value) break;
+        let info: { code: number; reason: string };
+        try {
+          info = decodeCloseCapsule(buf.subarray(start, start + len.value));
+        } catch (err) {
+          throw new H3ConnectionError(H3Code.MESSAGE_ERROR, (err as Error).message);
+        }
+        if (!this.#done) {
+          this.#finish(info);
+          this.#writer.close().catch(() => {});
+        }
+        o = start + len.value;
+      } else if (type.value === CapsuleType.DRAIN_WEBTRANSPORT_SESSION) {
+        if (buf.length < start + len.value) break;
+        this.#resolveDrain();
+        o = start + len.value;
+      } else {
+        // Unknown (e.g. GREASE) capsule: drop its value, possibly across frames.
+        const have = buf.length - start;
+        if (have >= len.value) {
+          o = start + len.value;
+        } else {
+          return { pending: new Uint8Array(0), skip: len.value - have };
+        }
+      }
+    }
+    const rest = buf.subarray(o);
+    if (rest.length > MAX_BUFFERED_CAPSULE) {
+      throw new H3ConnectionError(H3Code.EXCESSIVE_LOAD, "Capsule header too large");
+    }
+    return { pending: rest, skip: 0 };
+  }
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}
+
+async function writeHeader(w: WritableStream<Uint8Array>, header: Uint8Array): Promise<void> {
+  const writer = w.getWriter();
+  try {
+    await writer.write(header);
+  } finally {
+    writer.releaseLock();
+  }
+}
+
+/** Ends a stream nobody will read: cancel the receive half, finish the send half. */
+export function discardBidi(s: { readable: ReadableStream; writable: WritableStream }): void {
+  s.readable.cancel().catch(() => {});
+  s.writable.close().catch(() => {});
+}
