@@ -1,0 +1,262 @@
+import { type CachedGroup, TrackCursor, TrackProducer } from "../moq/mod.ts";
+import type { RelayMetrics } from "./relay_metrics.ts";
+
+/** A complete group received from upstream. */
+export interface IncomingGroup {
+  /** The publisher's group sequence. */
+  readonly sequence: number;
+  /** The group's frames, in order. */
+  readonly frames: readonly Uint8Array[];
+  /** The group's timestamp in the track timescale, when the publisher sent one. */
+  readonly timestamp?: number;
+}
+
+/** The relay's one upstream subscription for a track. */
+export interface UpstreamTrack {
+  /** Complete groups as they arrive; ends when the track or the publisher ends. */
+  readonly groups: AsyncIterable<IncomingGroup>;
+  /** Cancels the upstream subscription. */
+  close(): void;
+  /** Groups being received right now (fill tasks), when the source can tell. */
+  inflight?(): number;
+}
+
+/** Options of a {@link TrackDistributor}. */
+export interface DistributorOptions {
+  /** Broadcast path, without a leading slash. */
+  readonly path: string;
+  /** Track name. */
+  readonly track: string;
+  /** Groups kept in the ring (GROUP_CACHE_SIZE). */
+  readonly cacheSize: number;
+  /** Metrics to update. */
+  readonly metrics: RelayMetrics;
+  /** Clock in ms (injected). */
+  readonly now: () => number;
+  /** Called with each group's size as it arrives (route bitrate). */
+  readonly onBytes?: (bytes: number) => void;
+  /** Called once when the distributor ended (upstream gone, or no subscribers left). */
+  readonly onEnd?: () => void;
+  /** Logs a line. */
+  readonly log?: (line: string) => void;
+  /**
+   * How long the upstream subscription is kept with no subscriber, in ms
+   * (default 5000): a subscriber arriving meanwhile still gets the latest group.
+   */
+  readonly idleMs?: number;
+}
+
+interface Hooks {
+  attach(): void;
+  detach(): void;
+  deliver(group: CachedGroup): void;
+  skip(): void;
+}
+
+/**
+ * A subscriber's cursor that reports to the distributor: each group handed
+ * to the subscriber's session, each skip forward, and the subscriber leaving.
+ */
+class ObservedCursor extends TrackCursor {
+  readonly #inner: TrackCursor;
+  readonly #hooks: Hooks;
+  #closed = false;
+
+  constructor(track: TrackProducer, inner: TrackCursor, hooks: Hooks) {
+    super(track, 0, 1, () => {});
+    this.#inner = inner;
+    this.#hooks = hooks;
+  }
+
+  override get skipped(): number {
+    return this.#inner.skipped;
+  }
+
+  #observe(before: number, group: CachedGroup | undefined): CachedGroup | undefined {
+    if (this.#inner.skipped > before) this.#hooks.skip();
+    if (group) this.#hooks.deliver(group);
+    return group;
+  }
+
+  override poll(): CachedGroup | undefined {
+    const before = this.#inner.skipped;
+    return this.#observe(before, this.#inner.poll());
+  }
+
+  override async next(signal?: AbortSignal): Promise<CachedGroup | undefined> {
+    const before = this.#inner.skipped;
+    return this.#observe(before, await this.#inner.next(signal));
+  }
+
+  override close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#inner.close();
+    this.#hooks.detach();
+  }
+}
+
+/** The distributor's track: a TrackProducer whose cursors report to it. */
+class DistributedTrack extends TrackProducer {
+  readonly #hooks: Hooks;
+
+  constructor(cacheSize: number, hooks: Hooks) {
+    super({ cache: cacheSize });
+    this.#hooks = hooks;
+  }
+
+  override cursor(start?: number, queueLimit?: number): TrackCursor {
+    const inner = super.cursor(start, queueLimit);
+    this.#hooks.attach();
+    return new ObservedCursor(this, inner, this.#hooks);
+  }
+}
+
+/**
+ * Fans one upstream track out to every downstream subscriber. Upstream
+ * groups go into a ring of the most recent GROUP_CACHE_SIZE complete groups
+ * (a TrackProducer); each subscriber's session reads it through its own
+ * cursor, so a slow subscriber never holds back the upstream reader or the
+ * others, starts at the latest group, and when it falls behind the ring is
+ * skipped forward to the latest group.
+ */
+export class TrackDistributor {
+  /** Broadcast path without a leading slash. */
+  readonly path: string;
+  /** Track name. */
+  readonly track: string;
+  /** The source every subscriber's session serves from. */
+  readonly producer: TrackProducer;
+  readonly #opts: DistributorOptions;
+  readonly #trackLabel: { track: string };
+  readonly #completedAt = new Map<number, number>();
+  #upstream: UpstreamTrack | undefined;
+  #subscribers = 0;
+  #ended = false;
+  #idle: ReturnType<typeof setTimeout> | undefined;
+
+  /** Creates a distributor; call {@link start} with the upstream once it is available. */
+  constructor(options: DistributorOptions) {
+    this.#opts = options;
+    this.path = options.path;
+    this.track = options.track;
+    this.#trackLabel = { track: `/${options.path}/${options.track}` };
+    const m = options.metrics;
+    this.producer = new DistributedTrack(options.cacheSize, {
+      attach: () => {
+        this.#subscribers++;
+        this.#disarm();
+      },
+      detach: () => {
+        this.#subscribers--;
+        if (this.#subscribers === 0) this.#arm();
+      },
+      deliver: (group) => {
+        m.egressBytesTotal.inc(this.#trackLabel, group.size);
+        const at = this.#completedAt.get(group.index);
+        if (at !== undefined) {
+          m.groupDeliverySeconds.observe(
+            this.#trackLabel,
+            Math.max(0, this.#opts.now() - at) / 1000,
+          );
+        }
+      },
+      skip: () => m.subscriberSkipsTotal.inc(),
+    });
+  }
+
+  /** True once upstream ended or the distributor closed. */
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  /** Number of attached subscribers. */
+  get subscriberCount(): number {
+    return this.#subscribers;
+  }
+
+  /** Groups held in the ring. */
+  get depth(): number {
+    const first = this.producer._oldestIndex;
+    return this.producer._written - first;
+  }
+
+  /** Groups being received from upstream now. */
+  get fillsInflight(): number {
+    return this.#upstream?.inflight?.() ?? 0;
+  }
+
+  /** Label of this track on metrics whose only track label is `track`. */
+  get trackLabel(): string {
+    return this.#trackLabel.track;
+  }
+
+  /** Starts reading the upstream track. */
+  start(upstream: UpstreamTrack): void {
+    if (this.#ended) {
+      upstream.close();
+      return;
+    }
+    this.#upstream = upstream;
+    if (this.#subscribers === 0) this.#arm();
+    this.#read(upstream).then(() => this.#end(), (e) => {
+      this.#opts.log?.(`relay: upstream of /${this.path}/${this.track} failed: ${e}`);
+      this.#end();
+    });
+  }
+
+  async #read(upstream: UpstreamTrack): Promise<void> {
+    const m = this.#opts.metrics;
+    for await (const group of upstream.groups) {
+      if (this.#ended) break;
+      let bytes = 0;
+      for (const f of group.frames) bytes += f.byteLength;
+      m.ingressBytesTotal.inc(this.#trackLabel, bytes);
+      this.#opts.onBytes?.(bytes);
+      const index = this.producer._written;
+      const accepted = this.producer.writeGroup(
+        group.sequence,
+        group.frames,
+        group.timestamp === undefined || group.timestamp === 0
+          ? {}
+          : { timestamp: group.timestamp },
+      );
+      if (!accepted) continue; // a late group older than the latest: subscribers never see it twice
+      this.#completedAt.set(index, this.#opts.now());
+      this.#completedAt.delete(index - this.#opts.cacheSize - 64);
+    }
+  }
+
+  // Nobody is left to serve: release the upstream subscription after a grace period.
+  #arm(): void {
+    if (this.#ended || this.#idle !== undefined) return;
+    const ms = this.#opts.idleMs ?? 5000;
+    this.#idle = setTimeout(() => {
+      this.#idle = undefined;
+      if (this.#subscribers === 0) this.#end();
+    }, ms);
+  }
+
+  #disarm(): void {
+    if (this.#idle !== undefined) clearTimeout(this.#idle);
+    this.#idle = undefined;
+  }
+
+  /** Ends the distributor: upstream is released and every subscriber finishes. */
+  close(): void {
+    this.#end();
+  }
+
+  #end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#disarm();
+    try {
+      this.#upstream?.close();
+    } catch {
+      // Upstream already gone.
+    }
+    this.producer.close();
+    this.#opts.onEnd?.();
+  }
+}

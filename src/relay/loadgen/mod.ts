@@ -1,0 +1,16 @@
+/**
+ * The relay load generator: N subscriber sessions on one track at a given
+ * group rate and size, measuring delivery latency, loss and relay memory.
+ *
+ * @module
+ */
+export {
+  formatResult,
+  loadgen,
+  LoadgenAborted,
+  type LoadgenOptions,
+  type LoadgenResult,
+  parseLoadgenArgs,
+  runLoadgen,
+} from "./run.ts";
+export { LatencyHistogram } from "./latency.ts";

@@ -1,0 +1,74 @@
+/** Messages between the load generator and its subscriber workers. */
+
+/** What a worker is told to do. */
+export interface WorkerStart {
+  readonly type: "start";
+  /** Relay URL (moqt:// for native QUIC, https:// for WebTransport). */
+  readonly url: string;
+  /** SHA-256 of the relay certificate. */
+  readonly certSha256: Uint8Array;
+  /** Sessions this worker holds. */
+  readonly sessions: number;
+  /** Concurrent dials. */
+  readonly concurrency: number;
+  /** Broadcast path and track. */
+  readonly path: string;
+  readonly track: string;
+  /** "quic" or "webtransport". */
+  readonly transport: "quic" | "webtransport";
+}
+
+/** Start or stop counting groups (the measurement window, by sequence). */
+export interface WorkerWindow {
+  readonly type: "window";
+  readonly from: number;
+  readonly to: number | undefined;
+}
+
+/** Close every session. */
+export interface WorkerStop {
+  readonly type: "stop";
+}
+
+/** Any message to a worker. */
+export type ToWorker = WorkerStart | WorkerWindow | WorkerStop;
+
+/** A worker's periodic report (latency counts since the previous report). */
+export interface WorkerReport {
+  readonly type: "report";
+  /** Sessions subscribed and receiving. */
+  readonly held: number;
+  /** Sessions being set up. */
+  readonly connecting: number;
+  /** Sessions that failed or ended. */
+  readonly failed: number;
+  /** Groups received since the previous report. */
+  readonly groups: number;
+  /** Latency histogram counts (window groups only) since the previous report. */
+  readonly latency: Uint32Array;
+  /** Window groups received so far, summed over sessions held for the whole window. */
+  readonly windowReceived: number;
+  /** Sessions that were held for the whole window. */
+  readonly windowSessions: number;
+  /** First error text, if any. */
+  readonly error?: string;
+}
+
+/** A worker finished closing. */
+export interface WorkerStopped {
+  readonly type: "stopped";
+}
+
+/** Any message from a worker. */
+export type FromWorker = WorkerReport | WorkerStopped;
+
+/** Reads the publisher's send time (ms since the epoch, float64 at offset 0) from a payload. */
+export function sentAt(payload: Uint8Array): number {
+  if (payload.byteLength < 8) return NaN;
+  return new DataView(payload.buffer, payload.byteOffset, 8).getFloat64(0);
+}
+
+/** Wall clock in ms with sub-ms precision, comparable across workers of one host. */
+export function wallNow(): number {
+  return performance.timeOrigin + performance.now();
+}

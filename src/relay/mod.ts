@@ -1,0 +1,19 @@
+/**
+ * The sluice relay: moq-lite sessions over native QUIC and WebTransport,
+ * per-track fan-out with a ring buffer, and its observability surface
+ * (/health, /routes, /metrics, /debug/pprof) plus `sluice doctor`.
+ *
+ * @module
+ */
+export { DOCTOR_HEADING, type DoctorOptions, renderGcBlock, runDoctor } from "./doctor.ts";
+export {
+  type RelayOptions,
+  type RunningRelay,
+  startRelay,
+  webTransportAdmission,
+} from "./server.ts";
+export { loadRelayTls, type RelayTls } from "./tls.ts";
+export { createRelayMetrics, type RelayMetrics } from "./relay_metrics.ts";
+export { RelayCore, SubscribeError } from "./relay_core.ts";
+export { runRelay, type RunRelayIo } from "./run.ts";
+export { runRelayCommand } from "./command.ts";

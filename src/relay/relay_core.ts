@@ -1,0 +1,179 @@
+import type { TrackProducer } from "../moq/mod.ts";
+import { TrackDistributor } from "./distributor.ts";
+import type { RateMeter } from "./rate_meter.ts";
+import type { RelayMetrics } from "./relay_metrics.ts";
+import { type RouteSource, RouteTable } from "./route_table.ts";
+
+/** Why a downstream subscription was refused. */
+export class SubscribeError extends Error {
+  /** Stable code, also the `code` label of subscribe_errors_total. */
+  readonly code: "not_found" | "upstream_error" | "unauthorized";
+
+  /** Creates the error. */
+  constructor(code: SubscribeError["code"], message: string) {
+    super(message);
+    this.name = "SubscribeError";
+    this.code = code;
+  }
+}
+
+/** Options of {@link RelayCore}. */
+export interface RelayCoreOptions {
+  /** Metrics to update. */
+  readonly metrics: RelayMetrics;
+  /** GROUP_CACHE_SIZE. */
+  readonly cacheSize: number;
+  /** Clock in ms. */
+  readonly now: () => number;
+  /** How long a track's upstream is kept with no subscriber, ms (default 5000). */
+  readonly idleMs?: number;
+  /** Logs a line. */
+  readonly log?: (line: string) => void;
+}
+
+/**
+ * Routing and fan-out, independent of any transport: publishers announce
+ * into the route table, subscribers are served from one shared distributor
+ * per track, which holds the single upstream subscription.
+ */
+export class RelayCore {
+  /** The route table (one route per broadcast). */
+  readonly routes: RouteTable;
+  readonly #distributors = new Map<string, TrackDistributor>();
+  readonly #pending = new Map<string, Promise<TrackDistributor>>();
+  readonly #opts: RelayCoreOptions;
+
+  /** Creates the core and registers its live gauges with the metrics registry. */
+  constructor(options: RelayCoreOptions) {
+    this.#opts = options;
+    this.routes = new RouteTable(options.metrics, options.now);
+    this.routes.onRouteEnd((path) => {
+      for (const d of [...this.#distributors.values()]) if (d.path === path) d.close();
+    });
+    const m = options.metrics;
+    m.registry.onCollect(() => {
+      m.trackSubscriptionsActive.clear();
+      m.bufferDepthGroups.clear();
+      let subs = 0;
+      let fills = 0;
+      for (const d of this.#distributors.values()) {
+        subs += d.subscriberCount;
+        fills += d.fillsInflight;
+        m.trackSubscriptionsActive.add({ path: `/${d.path}`, track: d.track }, d.subscriberCount);
+        m.bufferDepthGroups.add({ track: d.trackLabel }, d.depth);
+      }
+      m.subscribersActive.set({}, subs);
+      m.groupFillsInflight.set({}, fills);
+    });
+  }
+
+  /** Live distributors (for tests and diagnostics). */
+  distributors(): TrackDistributor[] {
+    return [...this.#distributors.values()];
+  }
+
+  /**
+   * The source to serve `path`/`track` from, starting the shared upstream
+   * subscription if none exists. `kind` is the request: reuses are counted
+   * for SUBSCRIBE only, failures for SUBSCRIBE and lite-05's TRACK (which
+   * precedes it), neither for FETCH. Throws {@link SubscribeError}.
+   */
+  async source(
+    path: string,
+    track: string,
+    kind: "subscribe" | "track" | "fetch" = "subscribe",
+  ): Promise<TrackProducer> {
+    const m = this.#opts.metrics;
+    const count = kind === "subscribe";
+    const countErrors = kind !== "fetch";
+    const key = JSON.stringify([path, track]);
+    const labels = { path: `/${path}`, track };
+    const existing = this.#distributors.get(key);
+    if (existing && !existing.ended) {
+      if (count) m.trackDistributorReusesTotal.inc(labels);
+      return existing.producer;
+    }
+    const fail = (e: unknown): never => {
+      if (countErrors) {
+        m.subscribeErrorsTotal.inc({
+          code: e instanceof SubscribeError ? e.code : "upstream_error",
+        });
+      }
+      throw e;
+    };
+    const inflight = this.#pending.get(key);
+    if (inflight) {
+      if (count) m.trackDistributorReusesTotal.inc(labels);
+      try {
+        return (await inflight).producer;
+      } catch (e) {
+        return fail(e);
+      }
+    }
+    const route = this.routes.get(path);
+    if (route === undefined) {
+      return fail(new SubscribeError("not_found", `No broadcast "${path}" is announced`));
+    }
+    const setup = this.#open(path, track, key, route.source, route.rate);
+    this.#pending.set(key, setup);
+    try {
+      return (await setup).producer;
+    } catch (e) {
+      return fail(e);
+    } finally {
+      this.#pending.delete(key);
+    }
+  }
+
+  async #open(
+    path: string,
+    track: string,
+    key: string,
+    source: RouteSource,
+    rate: RateMeter,
+  ): Promise<TrackDistributor> {
+    const m = this.#opts.metrics;
+    const labels = { path: `/${path}`, track };
+    m.trackUpstreamRequestsTotal.inc(labels);
+    const started = this.#opts.now();
+    let upstream;
+    try {
+      upstream = await source.subscribe(track);
+    } catch (e) {
+      m.trackUpstreamRequestErrorsTotal.inc(labels);
+      m.trackUpstreamRequestDurationSeconds.observe(labels, (this.#opts.now() - started) / 1000);
+      const notFound = e instanceof Error && "kind" in e && e.kind === "not-found";
+      throw new SubscribeError(
+        notFound ? "not_found" : "upstream_error",
+        `Upstream subscription to "${path}/${track}" failed: ${e instanceof Error ? e.message : e}`,
+      );
+    }
+    m.trackUpstreamRequestDurationSeconds.observe(labels, (this.#opts.now() - started) / 1000);
+    if (this.routes.get(path)?.source !== source) {
+      // The route ended while the upstream request was in flight.
+      upstream.close();
+      throw new SubscribeError("not_found", `Broadcast "${path}" ended`);
+    }
+    const d: TrackDistributor = new TrackDistributor({
+      path,
+      track,
+      cacheSize: this.#opts.cacheSize,
+      metrics: m,
+      now: this.#opts.now,
+      onBytes: (n) => rate.add(n),
+      onEnd: () => {
+        if (this.#distributors.get(key) === d) this.#distributors.delete(key);
+      },
+      ...(this.#opts.idleMs !== undefined ? { idleMs: this.#opts.idleMs } : {}),
+      ...(this.#opts.log ? { log: this.#opts.log } : {}),
+    });
+    this.#distributors.set(key, d);
+    d.start(upstream);
+    return d;
+  }
+
+  /** Ends every distributor (relay shutdown). */
+  close(): void {
+    for (const d of [...this.#distributors.values()]) d.close();
+  }
+}

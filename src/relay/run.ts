@@ -1,0 +1,81 @@
+import { createVerifier, keySourceFrom, type Verifier } from "../auth/mod.ts";
+import type { RelayConfig } from "../config/relay.ts";
+import { reexecWithV8Flags } from "./reexec.ts";
+import { startRelay } from "./server.ts";
+import { loadRelayTls } from "./tls.ts";
+
+/** I/O of {@link runRelay}. */
+export interface RunRelayIo {
+  /** Logs a line (default console.error). */
+  readonly log?: (line: string) => void;
+  /** Resolves when the relay should stop (default: SIGINT or SIGTERM). */
+  readonly shutdown?: Promise<unknown>;
+}
+
+function signals(): { promise: Promise<string>; dispose: () => void } {
+  let resolve!: (s: string) => void;
+  const promise = new Promise<string>((r) => (resolve = r));
+  const onInt = () => resolve("SIGINT");
+  const onTerm = () => resolve("SIGTERM");
+  Deno.addSignalListener("SIGINT", onInt);
+  Deno.addSignalListener("SIGTERM", onTerm);
+  return {
+    promise,
+    dispose: () => {
+      Deno.removeSignalListener("SIGINT", onInt);
+      Deno.removeSignalListener("SIGTERM", onTerm);
+    },
+  };
+}
+
+/**
+ * `sluice relay`: applies the GC settings (re-executing with V8 flags when
+ * RELAY_SEMI_SPACE_MB asks for it), loads the certificate and key set,
+ * serves until SIGINT/SIGTERM, then stops gracefully. Returns the exit code.
+ */
+export async function runRelay(config: RelayConfig, io: RunRelayIo = {}): Promise<number> {
+  const log = io.log ?? ((l: string) => console.error(l));
+  if (config.gc.apply.length > 0) return await reexecWithV8Flags(config.gc, log);
+  const tls = await loadRelayTls({ certFile: config.certFile, keyFile: config.keyFile, log });
+  let verifier: Verifier | undefined;
+  const keys = config.authKeys.value;
+  if (keys !== undefined) {
+    const source = keySourceFrom(keys, {
+      log,
+      ...(config.authKeysCache.value !== undefined
+        ? { cacheFile: config.authKeysCache.value }
+        : {}),
+      ...(config.relayToken.value !== undefined ? { bearerToken: config.relayToken.value } : {}),
+    });
+    verifier = await createVerifier(source);
+    log(`relay: credentials checked against ${source.location}`);
+  }
+  const sig = io.shutdown ? undefined : signals();
+  try {
+    const relay = await startRelay({
+      hostname: config.addr.value.hostname,
+      port: config.addr.value.port,
+      tls,
+      groupCacheSize: config.groupCacheSize.value,
+      pprof: config.pprof.value,
+      corsAllowedOrigins: config.corsAllowedOrigins.value,
+      verifier,
+      log,
+    });
+    const gc = config.gc;
+    log(
+      `relay: listening on ${relay.addr.hostname}:${relay.addr.port} (UDP: moq-lite over QUIC and ` +
+        `WebTransport; TCP: HTTPS /health /routes /metrics); young generation ` +
+        `${
+          gc.semiSpace.mb === undefined ? "V8 default" : `${gc.semiSpace.mb} MiB`
+        } [${gc.semiSpace.source}]`,
+    );
+    const why = await (io.shutdown ?? sig!.promise);
+    log(`relay: stopping (${typeof why === "string" ? why : "shutdown"})`);
+    await relay.stop();
+    return 0;
+  } finally {
+    sig?.dispose();
+    verifier?.close();
+  }
+}

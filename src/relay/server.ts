@@ -1,0 +1,187 @@
+import { AuthError, type Verifier } from "../auth/mod.ts";
+import { problemResponse, type RunningServer, startHttpServer } from "../http/mod.ts";
+import {
+  type Admission as WtAdmission,
+  chooseProtocol,
+  listen,
+  type Listener,
+  type WebTransportRequest,
+} from "../transport/mod.ts";
+import { admitSession } from "./admission.ts";
+import { createRelayHandler } from "./http_handler.ts";
+import { RelayCore } from "./relay_core.ts";
+import { createRelayMetrics, type RelayMetrics } from "./relay_metrics.ts";
+import { RelaySessions } from "./sessions.ts";
+
+/** Options of {@link startRelay}. */
+export interface RelayOptions {
+  /** Interface to bind (UDP for MoQ, TCP for HTTP). */
+  readonly hostname: string;
+  /** Port for both (0 picks a free one). */
+  readonly port: number;
+  /** Certificate and key (PEM) for QUIC, WebTransport and HTTPS. */
+  readonly tls: { readonly certPem: string; readonly keyPem: string };
+  /** GROUP_CACHE_SIZE. */
+  readonly groupCacheSize: number;
+  /** RELAY_PPROF. */
+  readonly pprof: boolean;
+  /** CORS_ALLOWED_ORIGINS: browser origins allowed to open WebTransport ("*": any). */
+  readonly corsAllowedOrigins: readonly string[] | "*";
+  /** Credential verifier (SLUICE_AUTH_KEYS); undefined admits every session (with a warning). */
+  readonly verifier: Verifier | undefined;
+  /** Wall clock in ms (default Date.now). */
+  readonly now?: () => number;
+  /** Logs a line (default console.error). */
+  readonly log?: (line: string) => void;
+  /** Session RTT ping interval in ms (default 10000; 0 disables). */
+  readonly rttIntervalMs?: number;
+  /** How long an unused track's upstream subscription is kept, ms (default 5000). */
+  readonly idleMs?: number;
+}
+
+/** A running relay. */
+export interface RunningRelay {
+  /** Bound address: UDP (MoQ) and TCP (HTTP) share the port. */
+  readonly addr: { readonly hostname: string; readonly port: number };
+  /** The relay's metrics. */
+  readonly metrics: RelayMetrics;
+  /** Routing and fan-out state. */
+  readonly core: RelayCore;
+  /** Stops accepting, closes every session and the HTTP server. */
+  stop(): Promise<void>;
+}
+
+/** The WebTransport admission: protocol, Origin (CORS_ALLOWED_ORIGINS), then the credential. */
+export function webTransportAdmission(
+  origins: readonly string[] | "*",
+  verifier: Verifier | undefined,
+): (req: WebTransportRequest) => Promise<WtAdmission> {
+  return async (req) => {
+    const protocol = chooseProtocol(req.protocols);
+    if (protocol === undefined) return { status: 400, reason: "No supported protocol offered" };
+    if (req.origin !== undefined && origins !== "*" && !origins.includes(req.origin)) {
+      return { status: 403, reason: `Origin ${req.origin} is not allowed` };
+    }
+    try {
+      await admitSession(req.url, verifier);
+    } catch (e) {
+      if (e instanceof AuthError) return { status: e.status, reason: e.message };
+      throw e;
+    }
+    return { status: 200, protocol };
+  };
+}
+
+/**
+ * Starts the relay: the UDP listener (native QUIC moq-lite and WebTransport)
+ * and the HTTPS endpoints on the same port number over TCP.
+ *
+ * @example
+ * ```ts
+ * const relay = await startRelay({ hostname: "127.0.0.1", port: 0, tls, groupCacheSize: 8,
+ *   pprof: false, corsAllowedOrigins: "*", verifier: undefined });
+ * await relay.stop();
+ * ```
+ */
+export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
+  const now = options.now ?? Date.now;
+  const log = options.log ?? ((l: string) => console.error(l));
+  const metrics = createRelayMetrics();
+  const core = new RelayCore({
+    metrics,
+    cacheSize: options.groupCacheSize,
+    now,
+    log,
+    ...(options.idleMs !== undefined ? { idleMs: options.idleMs } : {}),
+  });
+  if (options.verifier === undefined) {
+    log(
+      "relay: WARNING: SLUICE_AUTH_KEYS is not set; every session is admitted without a credential",
+    );
+  }
+  const sessions = new RelaySessions({
+    core,
+    metrics,
+    verifier: options.verifier,
+    cacheSize: options.groupCacheSize,
+    now,
+    log,
+    ...(options.rttIntervalMs !== undefined ? { rttIntervalMs: options.rttIntervalMs } : {}),
+  });
+  let ready = false;
+  const handler = createRelayHandler({
+    core,
+    metrics,
+    now,
+    startedAt: now(),
+    ready: () => ready,
+    pprof: options.pprof,
+  });
+  let bound: { listener: Listener; http: RunningServer };
+  try {
+    bound = await bindSamePort(options.port, (port) =>
+      listen({
+        hostname: options.hostname,
+        port,
+        certPem: options.tls.certPem,
+        keyPem: options.tls.keyPem,
+        admitWebTransport: webTransportAdmission(options.corsAllowedOrigins, options.verifier),
+        onSession: (s) => sessions.handle(s),
+      }), (port) =>
+      startHttpServer(handler, {
+        hostname: options.hostname,
+        port,
+        tls: { cert: options.tls.certPem, key: options.tls.keyPem },
+        onError: (e: unknown) => {
+          log(`relay: HTTP handler failed: ${e instanceof Error ? e.stack : e}`);
+          return problemResponse(500, "The relay failed to answer; see its log");
+        },
+      }));
+  } catch (e) {
+    await sessions.stop();
+    throw e;
+  }
+  const { listener, http } = bound;
+  const port = listener.addr.port;
+  ready = true;
+  if (options.pprof) {
+    log(
+      "relay: RELAY_PPROF=1: /debug/pprof/* is exposed; bind RELAY_ADDR to loopback or a trusted interface only",
+    );
+  }
+  let stopping: Promise<void> | undefined;
+  return {
+    addr: { hostname: options.hostname, port },
+    metrics,
+    core,
+    stop: () =>
+      stopping ??= (async () => {
+        ready = false;
+        await sessions.stop();
+        core.close();
+        await listener.stop();
+        await http.stop();
+      })(),
+  };
+}
+
+/**
+ * Binds the UDP listener and then the TCP server on the same port. With port
+ * 0 the kernel picks a free UDP port whose TCP twin may be taken (by any
+ * outgoing connection's ephemeral port), so that case retries with a new pick.
+ */
+async function bindSamePort(
+  port: number,
+  udp: (port: number) => Promise<Listener>,
+  tcp: (port: number) => Promise<RunningServer>,
+): Promise<{ listener: Listener; http: RunningServer }> {
+  for (let attempt = 1;; attempt++) {
+    const listener = await udp(port);
+    try {
+      return { listener, http: await tcp(listener.addr.port) };
+    } catch (e) {
+      await listener.stop();
+      if (port !== 0 || !(e instanceof Deno.errors.AddrInUse) || attempt >= 20) throw e;
+    }
+  }
+}

@@ -1,0 +1,36 @@
+import type { MoqSession } from "../moq/mod.ts";
+
+/** The reserved broadcast the RTT ping asks for; no publisher ever has it. */
+export const RTT_PING_PATH = ".sluice/rtt-ping";
+
+/**
+ * One RTT sample of a moq session: the time from a SUBSCRIBE for a
+ * broadcast the peer cannot have to the peer's refusal (one round trip plus
+ * the peer's handling). Deno exposes no QUIC statistics, so this is the
+ * relay's session RTT. Undefined when the peer did not answer in time.
+ */
+export async function pingRtt(
+  moq: MoqSession,
+  now: () => number,
+  timeoutMs = 5000,
+): Promise<number | undefined> {
+  if (moq.isClosed) return undefined;
+  const started = now();
+  const sub = moq.subscribe(RTT_PING_PATH, "ping");
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    const answered = await Promise.race([
+      sub.ready.then(() => true, () => true),
+      new Promise<false>((r) => (timer = setTimeout(() => r(false), timeoutMs))),
+    ]);
+    return answered && !moq.isClosed ? now() - started : undefined;
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+    sub.close();
+  }
+}
+
+/** Smoothed RTT as QUIC computes it (RFC 9002: srtt = 7/8 srtt + 1/8 sample). */
+export function smoothRtt(previous: number | undefined, sample: number): number {
+  return previous === undefined ? sample : previous * 7 / 8 + sample / 8;
+}
