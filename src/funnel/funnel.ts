@@ -1,0 +1,165 @@
+import { createVerifier, keySourceFrom, type Verifier } from "../auth/mod.ts";
+import type { FunnelConfig } from "../config/funnel.ts";
+import { type RunningServer, startHttpServer } from "../http/mod.ts";
+import {
+  describeLedgerLocation,
+  Ledger,
+  type LedgerBackend,
+  type NanoClock,
+  openBackend,
+} from "../ledger/mod.ts";
+import { consoleLogger, type Logger } from "../log/mod.ts";
+import { type LiveOptions, type LiveSide, startLive } from "./live/start.ts";
+import { funnelRoutes } from "./routes.ts";
+import { FunnelService } from "./service.ts";
+import type { RecordSink } from "./sink.ts";
+
+/** Things a test or embedder may supply instead of the defaults. */
+export interface FunnelDependencies {
+  /** Ledger backend; opened from `config.ledger` when absent. */
+  readonly backend?: LedgerBackend;
+  /** Credential verifier; built from `config.auth` when absent. */
+  readonly verifier?: Verifier;
+  /** Commit clock in Unix nanoseconds. */
+  readonly clock?: NanoClock;
+  /** Millisecond clock for rate limits. */
+  readonly now?: () => number;
+  /** Also told of every created track and committed batch, after the live publisher. */
+  readonly sink?: RecordSink;
+  /** Knobs of the live side (redial timers, credential lifetime, certificate pins). */
+  readonly live?: LiveOptions;
+  readonly log?: Logger;
+}
+
+/** A running funnel. */
+export interface RunningFunnel {
+  /** The HTTP ingest address actually bound. */
+  readonly addr: Deno.NetAddr;
+  /** The startup summary lines (Ingest, Relay, Serve, Ledger, Auth). */
+  readonly summary: readonly string[];
+  /** The ledger, for embedding and tests. */
+  readonly ledger: Ledger;
+  /** The live side: publisher, own MoQ listener and relay session. */
+  readonly live: LiveSide;
+  /** Stops HTTP, waits for in-flight requests, closes the ledger and key source. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the funnel: opens the ledger, the key set and the HTTP API, and
+ * announces every previously recorded track to the sink.
+ *
+ * @example
+ * ```ts
+ * const funnel = await startFunnel(loadFunnelConfig(Deno.env.toObject()));
+ * console.log(funnel.summary.join("\n"));
+ * ```
+ */
+export async function startFunnel(
+  config: FunnelConfig,
+  deps: FunnelDependencies = {},
+): Promise<RunningFunnel> {
+  const log = deps.log ?? consoleLogger("funnel");
+  let sink: RecordSink | undefined;
+  const backend = deps.backend ?? await openBackend(config.ledger, config.storeCredentials);
+  const ledger = new Ledger(backend, {
+    ...(deps.clock ? { clock: deps.clock } : {}),
+    onCommit: (track, entries) => sink?.committed(track.path, entries),
+  });
+  let verifier: Verifier | undefined = deps.verifier;
+  let server: RunningServer | undefined;
+  let live: LiveSide | undefined;
+  try {
+    if (!verifier && config.auth) {
+      verifier = await createVerifier(
+        keySourceFrom(config.auth.keys, {
+          ...(config.auth.cacheFile ? { cacheFile: config.auth.cacheFile } : {}),
+          ...(config.auth.bearerToken ? { bearerToken: config.auth.bearerToken } : {}),
+        }),
+      );
+    }
+    live = await startLive(config, verifier, log, deps.live);
+    sink = deps.sink ? fanOut(live.publisher, deps.sink) : live.publisher;
+    await restoreTracks(ledger, sink);
+    const service = new FunnelService({
+      ledger,
+      sink,
+      senderLimit: config.senderLimit,
+      trackLimit: config.trackLimit,
+      ...(deps.now ? { now: deps.now } : {}),
+    });
+    const app = funnelRoutes({
+      service,
+      verifier,
+      cors: config.cors,
+      logError: (message, error) => log.error(message, error),
+      health: () => ({ ledger: backend.name }),
+    });
+    server = await startHttpServer(
+      (request, info) => app.fetch(request, { remoteAddr: info.remoteAddr }),
+      {
+        hostname: config.ingest.hostname,
+        port: config.ingest.port,
+        onError: (error) => {
+          log.error("Unhandled request error", error);
+          return new Response(null, { status: 500 });
+        },
+      },
+    );
+  } catch (error) {
+    await live?.stop();
+    verifier?.close();
+    await ledger.close();
+    throw error;
+  }
+  const running = server;
+  const liveSide = live;
+  // Dial only after restore, so the first relay session announces every recorded track.
+  liveSide.connect();
+  const summary = [
+    `Ingest: http://${hostForUrl(running.addr.hostname)}:${running.addr.port}`,
+    `Relay: ${liveSide.relayLine}`,
+    `Serve: ${liveSide.serveLine}`,
+    `Ledger: ${describeLedgerLocation(config.ledger)}`,
+    `Auth: ${
+      config.auth ? config.auth.keys : "off (every sender is accepted, with no sender name)"
+    }`,
+  ];
+  return {
+    addr: running.addr,
+    summary,
+    ledger,
+    live: liveSide,
+    stop: async () => {
+      await running.stop();
+      await liveSide.stop();
+      verifier?.close();
+      await ledger.close();
+    },
+  };
+}
+
+// The spec's restore: list the store once and publish each track with its latest record.
+async function restoreTracks(ledger: Ledger, sink: RecordSink): Promise<void> {
+  for (const path of await ledger.tracks()) {
+    const track = await ledger.track(path, false);
+    if (track) sink.trackCreated(path, track.newest);
+  }
+}
+
+function fanOut(first: RecordSink, second: RecordSink): RecordSink {
+  return {
+    trackCreated: (path, newest) => {
+      first.trackCreated(path, newest);
+      second.trackCreated(path, newest);
+    },
+    committed: (path, entries) => {
+      first.committed(path, entries);
+      second.committed(path, entries);
+    },
+  };
+}
+
+function hostForUrl(hostname: string): string {
+  return hostname.includes(":") ? `[${hostname}]` : hostname;
+}

@@ -1,0 +1,139 @@
+import type { Grant, Verifier } from "../../auth/mod.ts";
+import type { OriginPolicy } from "../../http/mod.ts";
+import type { Logger } from "../../log/mod.ts";
+import { accept, MoqError, type MoqSession } from "../../moq/mod.ts";
+import { listen } from "../../transport/listener.ts";
+import type { Session } from "../../transport/mod.ts";
+import { admitSubscriber, mayRead, webTransportAdmission } from "./admission.ts";
+import type { LivePublisher } from "./publisher.ts";
+
+/** Options of {@linkcode startLiveListener}. */
+export interface LiveListenerOptions {
+  /** Interface to bind. */
+  readonly hostname: string;
+  /** UDP port (0 picks one). */
+  readonly port: number;
+  /** Certificate and key, PEM. */
+  readonly certPem: string;
+  /** Private key, PEM. */
+  readonly keyPem: string;
+  /** The tracks to serve. */
+  readonly publisher: LivePublisher;
+  /** Credential verifier; undefined admits every subscriber. */
+  readonly verifier: Verifier | undefined;
+  /** CORS_ALLOWED_ORIGINS, applied to WebTransport's Origin. */
+  readonly cors: OriginPolicy;
+  /** Where session events go. */
+  readonly log: Logger;
+  /** Per-subscriber queue bound in groups before it skips to the latest (default 32). */
+  readonly maxGroupQueue?: number;
+}
+
+/** A running MoQ listener. */
+export interface LiveListener {
+  /** The bound UDP address (native QUIC and WebTransport share it). */
+  readonly addr: Deno.NetAddr;
+  /** Sessions open now. */
+  readonly sessions: number;
+  /** Closes every session and the socket. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Serves the publisher's tracks to subscribers that dial the funnel
+ * directly, over native QUIC (moq-lite-05/04) and WebTransport on one UDP
+ * port. With a verifier, a session needs a credential with a fetch or
+ * subscribe scope: WebTransport is refused with 401/403 before it is
+ * accepted; native QUIC learns the URL from SETUP and is closed with the
+ * unauthorized code. Each subscription is checked against the scope too.
+ *
+ * @example
+ * ```ts
+ * const live = await startLiveListener({ hostname: "0.0.0.0", port: 4433, certPem, keyPem,
+ *   publisher, verifier: undefined, cors: SAME_ORIGIN_ONLY, log });
+ * await live.stop();
+ * ```
+ */
+export async function startLiveListener(options: LiveListenerOptions): Promise<LiveListener> {
+  const { publisher, verifier, log } = options;
+  const live = new Set<MoqSession>();
+  const tasks = new Set<Promise<void>>();
+  let stopped = false;
+
+  const serveSession = async (session: Session): Promise<void> => {
+    let grant: Grant | undefined;
+    let moq: MoqSession;
+    try {
+      moq = await accept(session, {
+        announcer: publisher.announcer,
+        announceFilter: (path) => mayRead(grant, path),
+        // Subscribers publish nothing into the funnel.
+        acceptAnnounce: () => false,
+        serve: (request) =>
+          mayRead(grant, request.path, request.track) ? publisher.serve(request) : "unauthorized",
+        admit: async (s) => {
+          try {
+            grant = await admitSubscriber(s.url, verifier);
+            return true;
+          } catch (error) {
+            log.info(
+              `MoQ subscriber ${s.remote} refused: ${
+                error instanceof Error ? error.message : error
+              }`,
+            );
+            return false;
+          }
+        },
+        maxGroupQueue: options.maxGroupQueue ?? 32,
+        log: (line) => log.debug(line),
+      });
+    } catch (error) {
+      if (error instanceof MoqError) return; // refused, or never set up
+      throw error;
+    }
+    if (stopped) {
+      moq.close(0, "funnel stopping");
+      return;
+    }
+    live.add(moq);
+    log.debug(`MoQ subscriber ${moq.remote} connected (${session.transport}, ${moq.version})`);
+    const info = await moq.closed;
+    live.delete(moq);
+    log.debug(
+      `MoQ subscriber ${moq.remote} left (${info.code}${info.reason ? ` ${info.reason}` : ""})`,
+    );
+  };
+
+  const listener = await listen({
+    hostname: options.hostname,
+    port: options.port,
+    certPem: options.certPem,
+    keyPem: options.keyPem,
+    admitWebTransport: webTransportAdmission(options.cors, verifier),
+    onSession: (session) => {
+      if (stopped) {
+        session.close(0, "funnel stopping");
+        return;
+      }
+      const task = serveSession(session).catch((error) => {
+        log.error(`MoQ session ${session.remote} failed`, error);
+      });
+      tasks.add(task);
+      task.finally(() => tasks.delete(task));
+    },
+  });
+  let stopping: Promise<void> | undefined;
+  return {
+    addr: listener.addr,
+    get sessions() {
+      return live.size;
+    },
+    stop: () =>
+      stopping ??= (async () => {
+        stopped = true;
+        for (const moq of live) moq.close(0, "funnel stopping");
+        await listener.stop();
+        await Promise.allSettled([...tasks]);
+      })(),
+  };
+}

@@ -1,0 +1,42 @@
+/**
+ * The funnel's live side: committed records as MoQ groups, served on the
+ * funnel's own MoQ listener and through a relay session.
+ *
+ * Choices where the spec leaves room:
+ * - Each track keeps its 32 most recent groups; a subscriber more than 32
+ *   groups (or its session's queue) behind skips to the latest record, so a
+ *   slow subscriber never holds back commits or other subscribers. History
+ *   (HTTP GET) has everything it skipped.
+ * - Own listener: with a key set, a session needs a credential (`jwt` query
+ *   parameter) holding a fetch or subscribe scope somewhere; each
+ *   subscription and announcement is then checked against those scopes
+ *   (either action reads). The session URL's path is not a root: broadcast
+ *   paths are absolute. Native QUIC lite-04 carries no URL, so it is only
+ *   admitted with auth off.
+ * - WebTransport Origin: a browser's Origin must be listed in
+ *   CORS_ALLOWED_ORIGINS (`*` allows any) or equal the listener's own origin;
+ *   a client that sends no Origin is not a browser and is admitted.
+ * - Relay session: the funnel ends the session itself when its credential
+ *   expires (signed ones after their lifetime, a `jwt` from RELAY_URL at its
+ *   `exp`) and redials with a fresh one, rather than relying on the relay.
+ *   A dial gives up after 10 s; native QUIC notices a vanished relay after
+ *   a 10 s idle timeout (keep-alives every ~3 s). Only broadcasts under
+ *   RELAY_PUBLISH are announced when signing. RELAY_TLS_INSECURE works only
+ *   when the process runs with `--unsafely-ignore-certificate-errors`
+ *   (Deno's QUIC has no per-connection switch); use RELAY_CA_FILE instead.
+ *
+ * @module
+ */
+export { LivePublisher, type LivePublisherOptions } from "./publisher.ts";
+export { type LiveListener, type LiveListenerOptions, startLiveListener } from "./listener.ts";
+export {
+  type RedialTimers,
+  RELAY_REDIAL_MS,
+  RelayClient,
+  type RelayClientOptions,
+  type RelayCredential,
+  type RelayState,
+} from "./relay_client.ts";
+export { type LiveOptions, type LiveSide, startLive } from "./start.ts";
+export { admitSubscriber, mayRead } from "./admission.ts";
+export { type ListenerTls, loadListenerTls, type LoadListenerTlsOptions } from "./tls.ts";

@@ -1,0 +1,340 @@
+import type { Logger } from "../../log/mod.ts";
+import { connect, hasPrefix, type MoqSession, normalizePath } from "../../moq/mod.ts";
+import { connectQuicSession } from "../../transport/quic.ts";
+import type { Session } from "../../transport/mod.ts";
+import { connectWebTransport } from "../../transport/webtransport/mod.ts";
+import type { LivePublisher } from "./publisher.ts";
+
+/** The relay session's state, as logged and reported. */
+export type RelayState = "connecting" | "connected" | "reconnecting" | "stopped";
+
+/** A credential for one relay session. */
+export interface RelayCredential {
+  /** The token, sent as the `jwt` query parameter. */
+  readonly token: string;
+  /** When it expires, ms since the epoch; the session is ended then. */
+  readonly expiresAt: number;
+}
+
+/** Timer functions (tests inject their own). */
+export interface RedialTimers {
+  /** Schedules `fn` after `ms`. */
+  setTimeout(fn: () => void, ms: number): unknown;
+  /** Cancels a scheduled call. */
+  clearTimeout(id: unknown): void;
+}
+
+/** Options of {@linkcode RelayClient}. */
+export interface RelayClientOptions {
+  /** RELAY_URL: `https:` dials WebTransport, `moqt:` native QUIC; a `jwt` parameter is kept. */
+  readonly url: URL;
+  /** The broadcasts to announce and the tracks to serve. */
+  readonly publisher: LivePublisher;
+  /** Makes a fresh credential for each session (RELAY_SIGNING_KEY); replaces the URL's `jwt`. */
+  readonly credential?: () => Promise<RelayCredential>;
+  /** Only broadcasts under this path are announced (RELAY_PUBLISH); default all. */
+  readonly publishPrefix?: string;
+  /** RELAY_CA_FILE contents. */
+  readonly caCerts?: readonly string[];
+  /** Pin the relay's certificate by SHA-256 (development relays). */
+  readonly serverCertificateHashes?: readonly Uint8Array[];
+  /** RELAY_TLS_INSECURE. */
+  readonly insecure?: boolean;
+  /** Delay before redialing after a session ends or a dial fails, ms (default 2000). */
+  readonly redialMs?: number;
+  /** Timers for the redial delay and credential expiry (default the global ones). */
+  readonly timers?: RedialTimers;
+  /** Wall clock in ms (default Date.now). */
+  readonly now?: () => number;
+  /**
+   * Native QUIC idle timeout, ms (default 10000; keep-alives go every third
+   * of it): how soon a relay that vanished without closing is noticed.
+   */
+  readonly idleTimeoutMs?: number;
+  /** Gives up a dial that has not connected within this time, ms (default 10000). */
+  readonly dialTimeoutMs?: number;
+  /** State changes and failures. */
+  readonly log: Logger;
+  /** Told of every state change (after it is logged). */
+  readonly onState?: (state: RelayState) => void;
+}
+
+/** The spec's relay redial delay. */
+export const RELAY_REDIAL_MS = 2000;
+
+const realTimers: RedialTimers = {
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (id) => clearTimeout(id as ReturnType<typeof setTimeout>),
+};
+
+/**
+ * The funnel's session with its relay, dialed as a client. Every broadcast
+ * of the publisher is announced on it and the relay's subscriptions are
+ * served from the publisher's tracks. When the session ends for any reason
+ * — the relay closed it or went away, the dial failed, or its credential
+ * expired (the client ends the session itself at expiry) — it waits
+ * `redialMs` and dials again with a fresh credential, announcing anew.
+ * Records keep being committed meanwhile; the relay's new subscriptions
+ * start at each track's latest record.
+ *
+ * @example
+ * ```ts
+ * const relay = new RelayClient({ url: new URL("moqt://relay:4433/"), publisher, log });
+ * relay.start();
+ * await relay.stop();
+ * ```
+ */
+export class RelayClient {
+  readonly #options: RelayClientOptions;
+  readonly #timers: RedialTimers;
+  readonly #now: () => number;
+  #state: RelayState = "stopped";
+  #moq: MoqSession | undefined;
+  #timer: unknown;
+  #expiry: unknown;
+  #stopped = false;
+  #started = false;
+  #sessions = 0;
+  #running: Promise<void> | undefined;
+  #dialing: AbortController | undefined;
+
+  /** Prepares the client; {@linkcode start} dials. */
+  constructor(options: RelayClientOptions) {
+    const scheme = options.url.protocol;
+    if (scheme !== "https:" && scheme !== "moqt:") {
+      throw new TypeError(`Cannot dial relay "${scheme}": use https: or moqt:`);
+    }
+    this.#options = options;
+    this.#timers = options.timers ?? realTimers;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** The current state ("stopped" before {@linkcode start}). */
+  get state(): RelayState {
+    return this.#state;
+  }
+
+  /** Sessions established so far. */
+  get sessions(): number {
+    return this.#sessions;
+  }
+
+  /** The live session, if connected. */
+  get session(): MoqSession | undefined {
+    return this.#moq;
+  }
+
+  /** Dials the relay (once; later calls do nothing). */
+  start(): void {
+    if (this.#started || this.#stopped) return;
+    this.#started = true;
+    this.#dial();
+  }
+
+  /** Ends the session and stops redialing. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return await this.#running;
+    this.#stopped = true;
+    this.#clearTimers();
+    this.#dialing?.abort();
+    this.#moq?.close(0, "funnel stopping");
+    await this.#running;
+    this.#setState("stopped");
+  }
+
+  #setState(state: RelayState, detail = ""): void {
+    if (state === this.#state && state !== "reconnecting") return;
+    this.#state = state;
+    const url = describe(this.#options.url);
+    const text = {
+      connecting: `Relay ${url}: connecting`,
+      connected: `Relay ${url}: connected, announcing ${this.#announced()} broadcast(s)`,
+      reconnecting: `Relay ${url}: ${detail}; redialing in ${this.#redialMs / 1000} s`,
+      stopped: `Relay ${url}: stopped`,
+    }[state];
+    if (state === "reconnecting") this.#options.log.warn(text);
+    else this.#options.log.info(text);
+    this.#options.onState?.(state);
+  }
+
+  #announced(): number {
+    const prefix = this.#options.publishPrefix;
+    const all = this.#options.publisher.broadcasts();
+    if (prefix === undefined) return all.length;
+    const p = normalizePath(prefix);
+    return all.filter((path) => hasPrefix(path, p)).length;
+  }
+
+  get #redialMs(): number {
+    return this.#options.redialMs ?? RELAY_REDIAL_MS;
+  }
+
+  #clearTimers(): void {
+    if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
+    if (this.#expiry !== undefined) this.#timers.clearTimeout(this.#expiry);
+    this.#timer = undefined;
+    this.#expiry = undefined;
+  }
+
+  #dial(): void {
+    if (this.#stopped) return;
+    this.#setState("connecting");
+    const run = this.#session().then(
+      (why) => this.#scheduleRedial(why),
+      (error: unknown) =>
+        this.#scheduleRedial(
+          `cannot connect (${error instanceof Error ? error.message : String(error)})`,
+        ),
+    );
+    this.#running = run;
+  }
+
+  #scheduleRedial(why: string): void {
+    this.#moq = undefined;
+    if (this.#expiry !== undefined) this.#timers.clearTimeout(this.#expiry);
+    this.#expiry = undefined;
+    if (this.#stopped) return;
+    this.#setState("reconnecting", why);
+    this.#timer = this.#timers.setTimeout(() => {
+      this.#timer = undefined;
+      this.#dial();
+    }, this.#redialMs);
+  }
+
+  /** One session, from dial to end; resolves with why it ended. */
+  async #session(): Promise<string> {
+    const o = this.#options;
+    const url = new URL(o.url.href);
+    let expiresAt: number | undefined;
+    if (o.credential) {
+      const credential = await o.credential();
+      url.searchParams.set("jwt", credential.token);
+      expiresAt = credential.expiresAt;
+    } else {
+      expiresAt = tokenExpiry(url.searchParams.get("jwt"));
+    }
+    const dialing = new AbortController();
+    this.#dialing = dialing;
+    const timeoutMs = o.dialTimeoutMs ?? 10_000;
+    let timedOut = false;
+    const timeout = setTimeout(() => {
+      timedOut = true;
+      dialing.abort();
+    }, timeoutMs);
+    const hashes = o.serverCertificateHashes;
+    const transport: Session = await (url.protocol === "https:"
+      ? abortable(
+        connectWebTransport(url, {
+          ...(o.caCerts ? { caCerts: o.caCerts } : {}),
+          ...(hashes ? { serverCertificateHashes: hashes } : {}),
+          ...(o.insecure ? { insecure: true } : {}),
+          timeoutMs,
+        }),
+        dialing.signal,
+      )
+      : connectQuicSession(url, {
+        signal: dialing.signal,
+        maxIdleTimeout: o.idleTimeoutMs ?? 10_000,
+        keepAliveInterval: Math.max(100, Math.floor((o.idleTimeoutMs ?? 10_000) / 3)),
+        ...(o.caCerts ? { caCerts: o.caCerts } : {}),
+        ...(hashes
+          ? {
+            serverCertificateHashes: hashes.map((value) => ({
+              algorithm: "sha-256" as const,
+              value,
+            })),
+          }
+          : {}),
+        // Deno's QUIC has no per-connection switch: only the process-wide
+        // --unsafely-ignore-certificate-errors skips verification (see below).
+      })).catch((error: unknown) => {
+        if (timedOut) throw new Error(`no answer within ${timeoutMs / 1000} s`);
+        if (o.insecure && !(error instanceof Error && error.message.includes("--unsafely"))) {
+          throw new Error(
+            `${error instanceof Error ? error.message : error} (RELAY_TLS_INSECURE takes ` +
+              `effect only when the funnel runs with --unsafely-ignore-certificate-errors; ` +
+              `RELAY_CA_FILE works without it)`,
+          );
+        }
+        throw error;
+      }).finally(() => {
+        clearTimeout(timeout);
+        this.#dialing = undefined;
+      });
+    if (this.#stopped) {
+      transport.close(0, "funnel stopping");
+      return "stopped";
+    }
+    const prefix = o.publishPrefix === undefined ? undefined : normalizePath(o.publishPrefix);
+    const moq = await connect(transport, {
+      announcer: o.publisher.announcer,
+      serve: o.publisher.serve,
+      ...(prefix === undefined ? {} : { announceFilter: (path) => hasPrefix(path, prefix) }),
+      // The relay's announcements are of no use to a funnel.
+      acceptAnnounce: () => false,
+      log: (line) => o.log.debug(line),
+    });
+    this.#moq = moq;
+    this.#sessions++;
+    let expired = false;
+    if (expiresAt !== undefined) {
+      // The relay refuses the credential after expiry: end the session ourselves and redial
+      // with a fresh one rather than wait for the relay to notice.
+      const ms = Math.max(0, expiresAt - this.#now());
+      this.#expiry = this.#timers.setTimeout(() => {
+        this.#expiry = undefined;
+        expired = true;
+        moq.close(0, "credential expired");
+      }, ms);
+    }
+    this.#setState("connected");
+    const info = await moq.closed;
+    if (expired) return "session ended: its credential expired";
+    return `session ended (${info.dropped ? "connection lost" : `code ${info.code}`}${
+      info.reason ? `: ${info.reason}` : ""
+    })`;
+  }
+}
+
+/**
+ * Settles with `dial`, or rejects at once when `signal` aborts; a session
+ * that connects after that is closed, so nothing is left open.
+ */
+function abortable(dial: Promise<Session>, signal: AbortSignal): Promise<Session> {
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(new Error("dial abandoned"));
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+    dial.then((session) => {
+      signal.removeEventListener("abort", onAbort);
+      if (signal.aborted) session.close(0, "dial abandoned");
+      else resolve(session);
+    }, (error: unknown) => {
+      signal.removeEventListener("abort", onAbort);
+      reject(error);
+    });
+  });
+}
+
+/** The `exp` of an unverified JWT in ms, when it has one. */
+function tokenExpiry(token: string | null): number | undefined {
+  if (!token) return undefined;
+  const part = token.split(".")[1];
+  if (!part) return undefined;
+  try {
+    const json = atob(part.replace(/-/g, "+").replace(/_/g, "/"));
+    const claims: unknown = JSON.parse(json);
+    if (typeof claims !== "object" || claims === null) return undefined;
+    const exp = (claims as Record<string, unknown>).exp;
+    return typeof exp === "number" && Number.isFinite(exp) ? exp * 1000 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** RELAY_URL for logs, with its credential masked. */
+function describe(url: URL): string {
+  const shown = new URL(url.href);
+  if (shown.searchParams.has("jwt")) shown.searchParams.set("jwt", "***");
+  return shown.href;
+}

@@ -1,0 +1,171 @@
+import { readSigner, type Verifier } from "../../auth/mod.ts";
+import { toHex } from "../../certs/mod.ts";
+import { describeRelayUrl, type FunnelConfig } from "../../config/funnel.ts";
+import type { Logger } from "../../log/mod.ts";
+import { type LiveListener, startLiveListener } from "./listener.ts";
+import { LivePublisher } from "./publisher.ts";
+import { type RedialTimers, RelayClient, type RelayState } from "./relay_client.ts";
+import { loadListenerTls } from "./tls.ts";
+
+/** Knobs tests and embedders may turn on the live side; the defaults follow the spec. */
+export interface LiveOptions {
+  /** Relay redial delay in ms (default 2000). */
+  readonly redialMs?: number;
+  /** Timers for the redial delay and credential expiry. */
+  readonly timers?: RedialTimers;
+  /** Lifetime of each signed relay credential, s (default and most 3600). */
+  readonly relayCredentialTtlSeconds?: number;
+  /** Pin the relay's certificate (development relays without a CA file). */
+  readonly relayCertificateHashes?: readonly Uint8Array[];
+  /** Wall clock in ms. */
+  readonly now?: () => number;
+  /** Native QUIC idle timeout of the relay session, ms (default 10000). */
+  readonly relayIdleTimeoutMs?: number;
+  /** Told of every relay state change. */
+  readonly onRelayState?: (state: RelayState) => void;
+  /** Per-subscriber queue bound of the own listener in groups (default 32). */
+  readonly maxGroupQueue?: number;
+}
+
+/** The funnel's running live side. */
+export interface LiveSide {
+  /** Where committed records go. */
+  readonly publisher: LivePublisher;
+  /** The own MoQ listener, when serving. */
+  readonly listener: LiveListener | undefined;
+  /** The relay session, when RELAY_URL is set. */
+  readonly relay: RelayClient | undefined;
+  /** Summary value of the Relay line. */
+  readonly relayLine: string;
+  /** Summary value of the Serve line. */
+  readonly serveLine: string;
+  /** Starts dialing the relay (after restore, so the first session announces everything). */
+  connect(): void;
+  /** Ends the relay session, the listener and every track. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Builds the live side from the configuration: the publisher, the own
+ * listener (FUNNEL_SERVE_ADDR with CERT_FILE/KEY_FILE, or a generated
+ * development certificate when those are the defaults and missing), and the
+ * relay client (RELAY_URL, signing a fresh credential per session with
+ * RELAY_SIGNING_KEY + RELAY_PUBLISH).
+ */
+export async function startLive(
+  config: FunnelConfig,
+  verifier: Verifier | undefined,
+  log: Logger,
+  options: LiveOptions = {},
+): Promise<LiveSide> {
+  const publisher = new LivePublisher({
+    onError: (error) => log.error("Publishing a committed record failed", error),
+  });
+  let listener: LiveListener | undefined;
+  let serveLine = "none";
+  let relay: RelayClient | undefined;
+  let relayLine = "none";
+  try {
+    if (config.relay) {
+      const target = config.relay;
+      const caCerts = target.caFile ? [await readCaFile(target.caFile)] : undefined;
+      const signing = target.signing;
+      const signer = signing ? await readSigner(signing.keyFile) : undefined;
+      const ttl = options.relayCredentialTtlSeconds ?? 3600;
+      const now = options.now ?? Date.now;
+      relay = new RelayClient({
+        url: target.url,
+        publisher,
+        log,
+        ...(signer && signing
+          ? {
+            publishPrefix: signing.publish,
+            credential: async () => {
+              const issued = now();
+              const token = await signer.sign({
+                scopes: [{ actions: ["publish"], broadcast: { prefix: signing.publish } }],
+              }, { ttlSeconds: ttl, now: () => issued });
+              return { token, expiresAt: (Math.floor(issued / 1000) + ttl) * 1000 };
+            },
+          }
+          : {}),
+        ...(caCerts ? { caCerts } : {}),
+        ...(options.relayCertificateHashes
+          ? { serverCertificateHashes: options.relayCertificateHashes }
+          : {}),
+        insecure: target.insecure,
+        ...(options.redialMs !== undefined ? { redialMs: options.redialMs } : {}),
+        ...(options.timers ? { timers: options.timers } : {}),
+        ...(options.now ? { now: options.now } : {}),
+        ...(options.relayIdleTimeoutMs ? { idleTimeoutMs: options.relayIdleTimeoutMs } : {}),
+        ...(options.onRelayState ? { onState: options.onRelayState } : {}),
+      });
+      relayLine = `${describeRelayUrl(target.url)} (${
+        target.url.protocol === "https:" ? "WebTransport" : "native QUIC"
+      }; ${
+        signing
+          ? `a fresh credential per session publishing at "${signing.publish}"`
+          : target.url.searchParams.has("jwt")
+          ? "credential from the URL"
+          : "no credential"
+      }${target.insecure ? "; TLS verification off" : ""})`;
+    }
+    if (config.serve) {
+      const tls = await loadListenerTls({
+        certFile: config.certFile,
+        keyFile: config.keyFile,
+        defaultCertificate: config.defaultCertificate,
+        log: (line) => log.warn(line),
+      });
+      listener = await startLiveListener({
+        hostname: config.serve.hostname,
+        port: config.serve.port,
+        certPem: tls.certPem,
+        keyPem: tls.keyPem,
+        publisher,
+        verifier,
+        cors: config.cors,
+        log,
+        ...(options.maxGroupQueue ? { maxGroupQueue: options.maxGroupQueue } : {}),
+      });
+      const host = hostForUrl(listener.addr.hostname);
+      serveLine =
+        `moqt://${host}:${listener.addr.port} and https://${host}:${listener.addr.port} ` +
+        `(WebTransport); certificate sha256 ${toHex(tls.sha256)}${
+          tls.generated ? " (generated for development)" : ` (${config.certFile})`
+        }`;
+    }
+  } catch (error) {
+    await listener?.stop();
+    publisher.close();
+    throw error;
+  }
+  const running = relay;
+  return {
+    publisher,
+    listener,
+    relay,
+    relayLine,
+    serveLine,
+    connect: () => running?.start(),
+    stop: async () => {
+      await running?.stop();
+      await listener?.stop();
+      publisher.close();
+    },
+  };
+}
+
+async function readCaFile(path: string): Promise<string> {
+  try {
+    return await Deno.readTextFile(path);
+  } catch (error) {
+    throw new Error(`Cannot read RELAY_CA_FILE "${path}": ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+}
+
+function hostForUrl(hostname: string): string {
+  return hostname.includes(":") ? `[${hostname}]` : hostname;
+}

@@ -1,0 +1,186 @@
+import { type Context, Hono } from "hono";
+import type { Verifier } from "../auth/mod.ts";
+import { corsHeaders, HttpProblem, type OriginPolicy, problemResponse } from "../http/mod.ts";
+import { parseTrackPath, type TrackPath } from "../ledger/mod.ts";
+import { authorize, type FunnelAction } from "./access.ts";
+import { readJsonBody } from "./body.ts";
+import { committedJson, DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from "./history.ts";
+import { idempotencyKeyProblem, type PostAnswer } from "./idempotency.ts";
+import type { FunnelService } from "./service.ts";
+
+/** What the HTTP routes need. */
+export interface FunnelRoutesOptions {
+  readonly service: FunnelService;
+  /** Undefined when SLUICE_AUTH_KEYS is unset: every request is accepted. */
+  readonly verifier: Verifier | undefined;
+  readonly cors: OriginPolicy;
+  /** Logs internal failures (never shown to clients). */
+  readonly logError?: (message: string, error: unknown) => void;
+  /** Extra liveness detail for /health. */
+  readonly health?: () => Record<string, unknown>;
+}
+
+/** Per-request bindings: the client's address, passed by the server as `app.fetch(req, { remoteAddr })`. */
+export type FunnelEnv = { Bindings: { remoteAddr?: Deno.NetAddr } };
+
+const TRACK_METHODS = ["GET", "POST", "PUT", "DELETE"];
+const CORS = {
+  methods: [...TRACK_METHODS, "OPTIONS"],
+  allowHeaders: ["authorization", "content-type", "idempotency-key"],
+  exposeHeaders: ["retry-after", "location", "www-authenticate"],
+};
+
+/**
+ * The funnel's HTTP API as a Hono app: POST, PUT, GET and DELETE on
+ * `/tracks/<broadcast path>/<track>`, plus `/health`. Errors become
+ * problem+json in one place (`onError`).
+ *
+ * @example
+ * ```ts
+ * const app = funnelRoutes({ service, verifier: undefined, cors: SAME_ORIGIN_ONLY });
+ * const response = await app.request("/tracks/room/1/chat", { method: "POST", body: "{}" });
+ * ```
+ */
+export function funnelRoutes(options: FunnelRoutesOptions): Hono<FunnelEnv> {
+  const { service, verifier } = options;
+  const app = new Hono<FunnelEnv>();
+
+  // Same-origin-only (the default) sends no CORS headers, so skip the middleware entirely.
+  if (options.cors.any || options.cors.origins.size > 0) {
+    app.use("*", async (c, next) => {
+      const origin = c.req.header("origin") ?? null;
+      const preflight = c.req.method === "OPTIONS" &&
+        c.req.header("access-control-request-method") !== undefined;
+      const headers = corsHeaders(options.cors, origin, preflight, CORS);
+      if (preflight) {
+        return new Response(null, { status: headers ? 204 : 403, headers: headers ?? {} });
+      }
+      await next();
+      if (headers) {
+        for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
+      }
+      return undefined;
+    });
+  }
+
+  app.get("/health", (c) => c.json({ status: "ok", ...(options.health?.() ?? {}) }));
+
+  // Every track route: the validated path, then the credential's decision for this action.
+  const access = async (c: Context<FunnelEnv>, action: FunnelAction) => {
+    const path = trackPathOf(c.req.url);
+    const { sender } = await authorize(
+      verifier,
+      c.req.header("authorization") ?? null,
+      action,
+      path,
+    );
+    return { path, sender };
+  };
+
+  app.post("/tracks/*", async (c) => {
+    const { path, sender } = await access(c, "post");
+    const key = c.req.header("idempotency-key");
+    if (key !== undefined) {
+      const problem = idempotencyKeyProblem(key);
+      if (problem) throw new HttpProblem(400, problem);
+    }
+    const payload = await readJsonBody(c.req.raw);
+    const limitKey = sender === undefined
+      ? `addr:${c.env?.remoteAddr?.hostname ?? ""}`
+      : `sub:${sender}`;
+    const outcome = await service.post(path, { sender, limitKey }, payload, key);
+    return committed(outcome, outcome.replayed ? { "idempotent-replayed": "true" } : {});
+  });
+
+  app.put("/tracks/*", async (c) => {
+    const { path } = await access(c, "post");
+    const created = await service.put(path);
+    return new Response(null, { status: created ? 201 : 204 });
+  });
+
+  app.get("/tracks/*", async (c) => {
+    const { path } = await access(c, "fetch");
+    const limit = parseLimit(c.req.query("limit"));
+    const before = c.req.query("before");
+    const body = await service.history(path, before, limit);
+    return new Response(body, { headers: { "content-type": "application/json" } });
+  });
+
+  app.delete("/tracks/*", async (c) => {
+    const { path, sender } = await access(c, "redact");
+    const answer = await service.redact(path, c.req.query("group"), sender);
+    return answer ? committed(answer) : new Response(null, { status: 204 });
+  });
+
+  app.all("/tracks/*", () => {
+    throw new HttpProblem(405, `Use one of ${TRACK_METHODS.join(", ")} on a track`, {
+      allow: TRACK_METHODS.join(", "),
+    });
+  });
+
+  app.notFound(() =>
+    problemResponse(404, "No such endpoint; tracks live at /tracks/<broadcast path>/<track>")
+  );
+
+  app.onError((error) => {
+    if (error instanceof HttpProblem) {
+      return problemResponse(error.status, error.message, { ...error.headers });
+    }
+    options.logError?.("Request failed", error);
+    return problemResponse(500, "The request failed inside the funnel; it has been logged");
+  });
+
+  return app;
+}
+
+/**
+ * The track path of a request, from the raw request target: `new URL()`
+ * would resolve `..` and `%2e%2e` before we could refuse them.
+ */
+export function trackPathOf(url: string): TrackPath {
+  const afterScheme = url.indexOf("://");
+  const pathStart = url.indexOf("/", afterScheme < 0 ? 0 : afterScheme + 3);
+  let raw = pathStart < 0 ? "/" : url.slice(pathStart);
+  const end = raw.search(/[?#]/);
+  if (end >= 0) raw = raw.slice(0, end);
+  const prefix = "/tracks/";
+  if (!raw.startsWith(prefix)) {
+    throw new HttpProblem(404, "Tracks live at /tracks/<broadcast path>/<track>");
+  }
+  const cached = parsedPaths.get(raw);
+  if (cached) return cached;
+  let path: TrackPath;
+  try {
+    path = parseTrackPath(raw.slice(prefix.length));
+  } catch (error) {
+    throw new HttpProblem(400, (error as Error).message);
+  }
+  // Senders post to few tracks over and over: reusing one parsed (immutable)
+  // path per URL keeps decoding, validation and derived names off the hot
+  // path. Cleared wholesale when full, so hostile URLs cannot grow it.
+  if (parsedPaths.size >= PARSED_PATHS_MAX) parsedPaths.clear();
+  parsedPaths.set(raw, path);
+  return path;
+}
+
+const PARSED_PATHS_MAX = 4096;
+const parsedPaths = new Map<string, TrackPath>();
+
+/** 201 with `{"group","wallclock"}`: the answer to a POST and to a DELETE that redacted. */
+function committed(answer: PostAnswer, headers: Record<string, string> = {}): Response {
+  return new Response(committedJson(answer.group, answer.wallclock), {
+    status: 201,
+    headers: { "content-type": "application/json", ...headers },
+  });
+}
+
+function parseLimit(text: string | undefined): number {
+  if (text === undefined) return DEFAULT_PAGE_LIMIT;
+  if (!/^\d{1,4}$/.test(text) || Number(text) < 1 || Number(text) > MAX_PAGE_LIMIT) {
+    throw new HttpProblem(
+      400,
+      `limit must be an integer from 1 to ${MAX_PAGE_LIMIT}, got "${text}"`,
+    );
+  }
+  return Number(text);
+}

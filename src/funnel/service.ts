@@ -1,0 +1,230 @@
+import {
+  entryGroup,
+  type Ledger,
+  LedgerError,
+  parseGroupId,
+  trackKey,
+  type TrackLedger,
+  type TrackPath,
+} from "../ledger/mod.ts";
+import { HttpProblem } from "../http/mod.ts";
+import { historyPageJson } from "./history.ts";
+import { IdempotencyCache, type PostAnswer } from "./idempotency.ts";
+import { type RateLimit, RateLimiter } from "./limits.ts";
+import type { RecordSink } from "./sink.ts";
+
+/** Options of {@link FunnelService}. */
+export interface FunnelServiceOptions {
+  readonly ledger: Ledger;
+  /** FUNNEL_SENDER_LIMIT: per sender, per track. */
+  readonly senderLimit?: RateLimit | undefined;
+  /** FUNNEL_TRACK_LIMIT: per track, all senders together. */
+  readonly trackLimit?: RateLimit | undefined;
+  /** Millisecond clock for the rate limits. */
+  readonly now?: () => number;
+  /** Told when PUT creates a track (a first POST's track arrives with its commit). */
+  readonly sink?: RecordSink | undefined;
+}
+
+/** A POST's outcome: the committed group, and whether it replays an earlier answer. */
+export interface PostOutcome extends PostAnswer {
+  readonly replayed: boolean;
+}
+
+/** Who is posting: the credential's sub, and a key for rate limiting anonymous senders. */
+export interface Poster {
+  readonly sender: string | undefined;
+  /** Rate-limit identity: the sender, or the client address when there is no sender. */
+  readonly limitKey: string;
+}
+
+/**
+ * The funnel's operations on tracks, independent of HTTP: posting with
+ * idempotency and rate limits, creating, paging history and redacting.
+ * Failures a client must see are thrown as {@link HttpProblem}.
+ */
+export class FunnelService {
+  readonly #ledger: Ledger;
+  readonly #senderLimiter: RateLimiter | undefined;
+  readonly #trackLimiter: RateLimiter | undefined;
+  readonly #sink: RecordSink | undefined;
+  readonly #idempotency = new Map<string, Promise<IdempotencyCache>>();
+
+  /** Creates the service over a ledger. */
+  constructor(options: FunnelServiceOptions) {
+    this.#ledger = options.ledger;
+    this.#sink = options.sink;
+    const now = options.now ?? Date.now;
+    this.#senderLimiter = options.senderLimit && new RateLimiter(options.senderLimit, now);
+    this.#trackLimiter = options.trackLimit && new RateLimiter(options.trackLimit, now);
+  }
+
+  /** Commits one record (creating the track), honouring Idempotency-Key and the limits. */
+  async post(
+    path: TrackPath,
+    poster: Poster,
+    payload: string,
+    idempotencyKey: string | undefined,
+  ): Promise<PostOutcome> {
+    const track = await this.#track(path, true);
+    const cache = idempotencyKey === undefined ? undefined : await this.#keys(track);
+    if (cache && idempotencyKey !== undefined) {
+      const earlier = cache.get(poster.sender, idempotencyKey);
+      if (earlier) return { ...(await earlier), replayed: true };
+    }
+    this.#checkLimits(trackKey(path), poster.limitKey);
+    const committing = track.append({
+      ...(poster.sender === undefined ? {} : { sender: poster.sender }),
+      payload,
+      ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
+    }).then((entry): PostAnswer => ({ group: entryGroup(entry), wallclock: entry.wallclock }));
+    if (cache && idempotencyKey !== undefined) {
+      cache.remember(poster.sender, idempotencyKey, committing);
+    }
+    return { ...(await committing.catch(translate)), replayed: false };
+  }
+
+  /** Creates a track ahead of its first record; true when it did not exist before. */
+  async put(path: TrackPath): Promise<boolean> {
+    const existing = await this.#track(path, false);
+    if (existing) return false;
+    await this.#track(path, true);
+    // Subscribers may now wait on the track; the publisher ignores a repeat.
+    this.#sink?.trackCreated(path, undefined);
+    return true;
+  }
+
+  /** A history page as JSON text; 404 for a track that does not exist. */
+  async history(path: TrackPath, before: string | undefined, limit: number): Promise<string> {
+    const track = await this.#existing(path);
+    let beforeSeq: number | undefined;
+    if (before !== undefined) {
+      const id = parseBefore(before);
+      // Only epoch 1 exists: a later epoch lies after everything, so "before" it is all.
+      beforeSeq = id.epoch > 1 ? undefined : id.seq;
+      if (beforeSeq === 0) return historyPageJson([]);
+    }
+    const entries = await track.backend.readBefore(beforeSeq, limit).catch(translate);
+    return historyPageJson(entries);
+  }
+
+  /**
+   * Redacts a record. Resolves the redaction's answer, or undefined when the
+   * record was redacted already (204).
+   */
+  async redact(
+    path: TrackPath,
+    group: string | undefined,
+    sender: string | undefined,
+  ): Promise<PostAnswer | undefined> {
+    if (group === undefined || group === "") {
+      throw new HttpProblem(
+        400,
+        "The group query parameter is required, e.g. ?group=e000001-g00000000",
+      );
+    }
+    let id;
+    try {
+      id = parseGroupId(group);
+    } catch (error) {
+      throw new HttpProblem(400, (error as Error).message);
+    }
+    const track = await this.#existing(path);
+    if (id.epoch !== 1) throw new HttpProblem(404, `No group ${group} in this track`);
+    try {
+      const outcome = await track.redact(id.seq, sender);
+      if (outcome.already) return undefined;
+      const entry = outcome.redaction;
+      return { group: entryGroup(entry), wallclock: entry.wallclock };
+    } catch (error) {
+      if (error instanceof TypeError) {
+        throw new HttpProblem(400, `Group ${group} is a redaction; it cannot be redacted`);
+      }
+      if (error instanceof LedgerError && error.kind === "not_found") {
+        throw new HttpProblem(404, `No group ${group} in this track`);
+      }
+      return translate(error);
+    }
+  }
+
+  #checkLimits(track: string, limitKey: string): void {
+    // Peek both before taking either, so a refusal by one limit costs nothing from the other.
+    const sender = this.#senderLimiter?.peek(`${track}\u0000${limitKey}`);
+    if (sender && !sender.ok) {
+      throw new HttpProblem(429, "This sender is over its record rate for the track; retry later", {
+        "retry-after": String(sender.retryAfterSeconds),
+      });
+    }
+    const trackResult = this.#trackLimiter?.take(track);
+    if (trackResult && !trackResult.ok) {
+      throw new HttpProblem(429, "The track is over its record rate; retry later", {
+        "retry-after": String(trackResult.retryAfterSeconds),
+      });
+    }
+    this.#senderLimiter?.take(`${track}\u0000${limitKey}`);
+  }
+
+  async #existing(path: TrackPath): Promise<TrackLedger> {
+    const track = await this.#track(path, false);
+    if (!track) throw new HttpProblem(404, `No track ${trackKey(path)}`);
+    return track;
+  }
+
+  #track(path: TrackPath, create: true): Promise<TrackLedger>;
+  #track(path: TrackPath, create: false): Promise<TrackLedger | undefined>;
+  async #track(path: TrackPath, create: boolean): Promise<TrackLedger | undefined> {
+    try {
+      return await this.#ledger.track(path, create);
+    } catch (error) {
+      return translate(error);
+    }
+  }
+
+  // Keys of the track's last 1024 records are recovered from the ledger once,
+  // so a retry reaching a restarted funnel with a durable ledger is not stored twice.
+  #keys(track: TrackLedger): Promise<IdempotencyCache> {
+    const key = trackKey(track.path);
+    let loading = this.#idempotency.get(key);
+    if (!loading) {
+      loading = (async () => {
+        const cache = new IdempotencyCache();
+        const recent = await track.backend.readBefore(undefined, 1024);
+        for (const entry of recent.reverse()) {
+          if (entry.idempotencyKey === undefined) continue;
+          cache.remember(
+            entry.sender,
+            entry.idempotencyKey,
+            Promise.resolve({ group: entryGroup(entry), wallclock: entry.wallclock }),
+          );
+        }
+        return cache;
+      })();
+      this.#idempotency.set(key, loading);
+      loading.catch(() => this.#idempotency.delete(key));
+    }
+    return loading.catch(translate);
+  }
+}
+
+function parseBefore(text: string) {
+  try {
+    return parseGroupId(text);
+  } catch (error) {
+    throw new HttpProblem(400, `before: ${(error as Error).message}`);
+  }
+}
+
+/** Turns storage failures into client-facing problems; anything else propagates as a 500. */
+function translate(error: unknown): never {
+  if (error instanceof HttpProblem) throw error;
+  if (error instanceof LedgerError && error.kind === "unavailable") {
+    throw new HttpProblem(
+      503,
+      "The ledger is unavailable; the record was not stored. Retry later",
+      {
+        "retry-after": "1",
+      },
+    );
+  }
+  throw error;
+}

@@ -1,0 +1,14 @@
+import type { LedgerEntry, TrackPath } from "../ledger/mod.ts";
+
+/**
+ * Where the funnel sends tracks and committed entries for live delivery
+ * (its own MoQ listener, a relay session, or both). Calls arrive per track
+ * in commit order and must return quickly: the commit path never waits on
+ * a subscriber.
+ */
+export interface RecordSink {
+  /** A track exists (created by PUT or its first record, or restored at startup). */
+  trackCreated(path: TrackPath, newest: LedgerEntry | undefined): void;
+  /** Entries of one track were committed, oldest first. */
+  committed(path: TrackPath, entries: readonly LedgerEntry[]): void;
+}
