@@ -1,0 +1,54 @@
+import crypto from "node:crypto";
+import S3rver from "s3rver";
+
+// s3rver encrypts listing continuation tokens with DES, which Deno's node:crypto
+// lacks, so every truncated listing would fail with a 500. The token is opaque
+// to clients; map "des" onto AES-128-CTR (any IV length works once padded) for
+// both directions so s3rver runs unmodified in-process.
+type CipherFactory = (algorithm: string, key: Uint8Array, iv: Uint8Array) => unknown;
+const c = crypto as unknown as { createCipheriv: CipherFactory; createDecipheriv: CipherFactory };
+for (const name of ["createCipheriv", "createDecipheriv"] as const) {
+  const original = c[name].bind(crypto);
+  c[name] = (algorithm, key, iv) => {
+    if (algorithm !== "des") return original(algorithm, key, iv);
+    const widen = (b: Uint8Array): Uint8Array =>
+      Uint8Array.from({ length: 16 }, (_, i) => b[i % b.length]!);
+    return original("aes-128-ctr", widen(key), widen(iv));
+  };
+}
+
+/** A running s3rver with one bucket, storing its objects under `dir`. */
+export interface TestS3 {
+  /** `http://127.0.0.1:<port>` */
+  readonly endpoint: string;
+  readonly bucket: string;
+  /** Directory where s3rver keeps object bytes (to check erasure on disk). */
+  readonly dir: string;
+  /** s3rver's fixed development credentials. */
+  readonly credentials: { readonly accessKeyId: string; readonly secretAccessKey: string };
+  /** Stops the server and removes its directory. */
+  stop(): Promise<void>;
+}
+
+/** Starts s3rver in-process on an ephemeral port in a fresh temp directory. */
+export async function startS3rver(bucket = "ledger-test"): Promise<TestS3> {
+  const dir = await Deno.makeTempDir({ prefix: "sluice-s3rver-" });
+  const server = new S3rver({
+    port: 0,
+    address: "127.0.0.1",
+    silent: true,
+    directory: dir,
+    configureBuckets: [{ name: bucket }],
+  });
+  const address = await server.run() as { address: string; port: number };
+  return {
+    endpoint: `http://127.0.0.1:${address.port}`,
+    bucket,
+    dir,
+    credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" },
+    async stop(): Promise<void> {
+      await server.close();
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+  };
+}
