@@ -1,0 +1,180 @@
+// Crash safety through the real funnel: concurrent HTTP senders POST records to a
+// `sluice funnel` child process, which is killed with SIGKILL at a random moment and
+// restarted; every record answered 201 must be in the ledger exactly once, in order.
+import { parseGroupId, type StoreCredentials } from "../../src/ledger/mod.ts";
+import { type Ack, crashLoop, WORKERS } from "./crash_check.ts";
+import { dropTable, findPostgres, freshTableName } from "../support/postgres.ts";
+import { startS3rver } from "../support/s3rver.ts";
+
+const pgUrl = await findPostgres();
+const CLI = new URL("../../src/cli.ts", import.meta.url).pathname;
+const CONFIG = new URL("../../deno.json", import.meta.url).pathname;
+
+function childEnv(uri: string, credentials?: StoreCredentials): Record<string, string> {
+  const env: Record<string, string> = {
+    FUNNEL_ADDR: "127.0.0.1:0",
+    FUNNEL_SERVE_ADDR: "none",
+    LEDGER_URI: uri,
+  };
+  // Only what Deno itself needs from this environment; no stray funnel settings.
+  for (const name of ["PATH", "HOME", "DENO_DIR", "TMPDIR"]) {
+    const value = Deno.env.get(name);
+    if (value !== undefined) env[name] = value;
+  }
+  if (credentials) {
+    env.AWS_ACCESS_KEY_ID = credentials.accessKeyId;
+    env.AWS_SECRET_ACCESS_KEY = credentials.secretAccessKey;
+  }
+  return env;
+}
+
+// Acknowledged records of the previous round, keyed by the ledger they went to.
+const previous = new Map<string, Ack[]>();
+
+async function post(
+  url: string,
+  payload: string,
+  key: string,
+  client: Deno.HttpClient,
+): Promise<Response> {
+  return await fetch(url, {
+    method: "POST",
+    body: payload,
+    headers: { "content-type": "application/json", "idempotency-key": key },
+    client,
+  });
+}
+
+/** The Idempotency-Key a sender used for a payload `{"r","w","i"}`. */
+function keyOf(payload: string): string {
+  const { r, w, i } = JSON.parse(payload) as { r: number; w: number; i: number };
+  return `${r}-${w}-${i}`;
+}
+
+async function postAndKill(
+  uri: string,
+  run: number,
+  killAfter: number,
+  credentials?: StoreCredentials,
+): Promise<Ack[]> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--quiet", "--allow-all", `--config=${CONFIG}`, CLI, "funnel"],
+    env: childEnv(uri, credentials),
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const stderr = new Response(child.stderr).text();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  let port: number | undefined;
+  while (port === undefined) {
+    const { value, done } = await lines.read();
+    if (done) {
+      await child.status;
+      throw new Error(`The funnel exited before listening: ${text}${await stderr}`);
+    }
+    text += value;
+    const match = /Ingest: http:\/\/[^\s]+:(\d+)/.exec(text);
+    if (match) port = Number(match[1]);
+  }
+  const draining = (async () => {
+    while (!(await lines.read()).done) { /* keep the pipe flowing */ }
+  })();
+
+  const client = Deno.createHttpClient({});
+  const acks: Ack[] = [];
+  let killed = false;
+  const url = `http://127.0.0.1:${port}/tracks/crash/test`;
+  // Retries of records acknowledged before the last kill reach a restarted funnel: they are
+  // answered with their first group and stored nothing (checked by crashLoop's count).
+  for (const ack of (previous.get(uri) ?? []).slice(-8)) {
+    const response = await post(url, ack.payload, keyOf(ack.payload), client);
+    const body = await response.text();
+    if (response.status !== 201 || parseGroupId(JSON.parse(body).group).seq !== ack.seq) {
+      child.kill("SIGKILL");
+      await child.status;
+      client.close();
+      throw new Error(
+        `A retry after restart answered ${response.status} ${body}, not seq ${ack.seq}`,
+      );
+    }
+  }
+  const sender = async (w: number): Promise<void> => {
+    for (let i = 0; !killed; i++) {
+      const payload = JSON.stringify({ r: run, w, i });
+      let response: Response;
+      try {
+        response = await post(url, payload, keyOf(payload), client);
+      } catch (error) {
+        if (killed) return;
+        throw error;
+      }
+      if (response.status !== 201) {
+        const body = await response.text();
+        if (killed) return;
+        throw new Error(`POST answered ${response.status}: ${body}`);
+      }
+      let group: string;
+      try {
+        group = ((await response.json()) as { group: string }).group;
+      } catch (error) {
+        if (killed) return; // The 201 never fully arrived: not an acknowledgement.
+        throw error;
+      }
+      acks.push({ seq: parseGroupId(group).seq, payload });
+      if (!killed && acks.length >= killAfter) {
+        killed = true;
+        child.kill("SIGKILL");
+      }
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: WORKERS }, (_, w) => sender(w)));
+  } finally {
+    if (!killed) child.kill("SIGKILL");
+    await child.status;
+    await draining;
+    await stderr;
+    client.close();
+  }
+  previous.set(uri, acks);
+  return acks;
+}
+
+Deno.test("funnel on a directory ledger: kill -9 while POSTing loses no 201", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "sluice-funnel-crash-" });
+  try {
+    await crashLoop(postAndKill, `file://${dir}/ledger`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test({
+  name: "funnel on a PostgreSQL ledger: kill -9 while POSTing loses no 201",
+  ignore: pgUrl === undefined,
+  async fn() {
+    const table = freshTableName();
+    try {
+      const url = new URL(pgUrl!);
+      url.searchParams.set("table", table);
+      await crashLoop(postAndKill, url.href);
+    } finally {
+      await dropTable(pgUrl!, table);
+    }
+  },
+});
+
+Deno.test("funnel on an S3 ledger: kill -9 while POSTing loses no 201", async () => {
+  const s3 = await startS3rver();
+  try {
+    const uri = `s3://${s3.bucket}/crash?region=us-east-1&endpoint=${
+      encodeURIComponent(s3.endpoint)
+    }`;
+    await crashLoop(postAndKill, uri, s3.credentials);
+  } finally {
+    await s3.stop();
+  }
+});
