@@ -1,0 +1,218 @@
+import assert from "node:assert/strict";
+import {
+  connectWebTransport,
+  WebTransportRefusedError,
+} from "../../src/transport/webtransport/mod.ts";
+import { connectQuicSession } from "../../src/transport/quic.ts";
+import { readText, startServer, writeText } from "./_helpers.ts";
+
+Deno.test("our client and server: lite-05, streams with FIN both ways, datagrams, close code both ways", async () => {
+  const t = await startServer();
+  try {
+    const client = await connectWebTransport(t.url("/live/room?jwt=abc"), {
+      serverCertificateHashes: [t.cert.sha256],
+      origin: "https://app.example",
+    });
+    const server = await t.sessions.next();
+    assert.ok(server);
+    assert.equal(client.protocol, "moq-lite-05");
+    assert.equal(client.transport, "webtransport");
+    assert.equal(server.protocol, "moq-lite-05");
+    assert.equal(server.url?.pathname, "/live/room");
+    assert.equal(server.url?.searchParams.get("jwt"), "abc");
+    const req = t.requests[0];
+    assert.equal(req?.origin, "https://app.example");
+    assert.deepEqual(req?.protocols, ["moq-lite-05", "moq-lite-04"]);
+
+    // client bidi: echo with FIN both ways
+    const bidi = await client.openBidi({ sendOrder: 5 });
+    await writeText(bidi.writable, "ping");
+    const sb = await server.acceptBidi();
+    assert.ok(sb);
+    assert.equal(await readText(sb.readable), "ping");
+    await writeText(sb.writable, "pong");
+    assert.equal(await readText(bidi.readable), "pong");
+
+    // uni both ways
+    const cu = await client.openUni();
+    await writeText(cu.writable, "client uni");
+    const su = await server.acceptUni();
+    assert.equal(await readText(su!.readable), "client uni");
+    const su2 = await server.openUni();
+    await writeText(su2.writable, "server uni");
+    const cu2 = await client.acceptUni();
+    assert.equal(await readText(cu2!.readable), "server uni");
+
+    // server-initiated bidi
+    const sbidi = await server.openBidi();
+    await writeText(sbidi.writable, "from server");
+    const cb = await client.acceptBidi();
+    assert.equal(await readText(cb!.readable), "from server");
+    await writeText(cb!.writable, "reply");
+    assert.equal(await readText(sbidi.readable), "reply");
+
+    // datagrams both ways
+    assert.ok((client.maxDatagramSize ?? 0) > 1000);
+    await client.sendDatagram!(new TextEncoder().encode("dg-up"));
+    assert.equal(new TextDecoder().decode(await server.readDatagram!()), "dg-up");
+    await server.sendDatagram!(new TextEncoder().encode("dg-down"));
+    assert.equal(new TextDecoder().decode(await client.readDatagram!()), "dg-down");
+
+    client.close(4321, "client bye");
+    assert.deepEqual(await server.closed, { code: 4321, reason: "client bye" });
+    assert.deepEqual(await client.closed, { code: 4321, reason: "client bye" });
+    assert.equal(await server.acceptBidi(), undefined);
+  } finally {
+    await t.stop();
+  }
+});
+
+Deno.test("server close reaches the client with code and reason", async () => {
+  const t = await startServer();
+  try {
+    const client = await connectWebTransport(t.url("/x"), {
+      serverCertificateHashes: [t.cert.sha256],
+    });
+    const server = await t.sessions.next();
+    server!.close(77, "server bye");
+    assert.deepEqual(await client.closed, { code: 77, reason: "server bye" });
+  } finally {
+    await t.stop();
+  }
+});
+
+Deno.test("protocol negotiation: lite-04 only, nothing offered, nothing acceptable", async () => {
+  const t = await startServer();
+  try {
+    const c4 = await connectWebTransport(t.url("/a"), {
+      serverCertificateHashes: [t.cert.sha256],
+      protocols: ["moq-lite-04"],
+    });
+    assert.equal(c4.protocol, "moq-lite-04");
+    assert.equal((await t.sessions.next())?.protocol, "moq-lite-04");
+    c4.close(0, "");
+
+    const none = await connectWebTransport(t.url("/b"), {
+      serverCertificateHashes: [t.cert.sha256],
+      protocols: [],
+    });
+    assert.equal(none.protocol, "moq-lite-04", "a session offering no protocol is lite-04");
+    assert.equal((await t.sessions.next())?.protocol, "moq-lite-04");
+    none.close(0, "");
+
+    await assert.rejects(
+      connectWebTransport(t.url("/c"), {
+        serverCertificateHashes: [t.cert.sha256],
+        protocols: ["moqt-20"],
+      }),
+      (err: unknown) => err instanceof WebTransportRefusedError && err.status === 400,
+    );
+  } finally {
+    await t.stop();
+  }
+});
+
+Deno.test("admission refusals surface as typed errors with the status, before any session", async () => {
+  const t = await startServer({
+    admitWebTransport: (req) => {
+      if (req.path !== "/live") return { status: 404, reason: "no such path" };
+      if (req.origin !== undefined && req.origin !== "https://good.example") return { status: 403 };
+      if (req.query.get("jwt") !== "ok") return { status: 401, reason: "bad token" };
+      return { status: 200, protocol: "moq-lite-05" };
+    },
+  });
+  try {
+    const opts = { serverCertificateHashes: [t.cert.sha256] };
+    const statusOf = async (url: URL, origin?: string): Promise<number> => {
+      try {
+        const s = await connectWebTransport(url, origin ? { ...opts, origin } : opts);
+        s.close(0, "");
+        return 200;
+      } catch (err) {
+        assert.ok(err instanceof WebTransportRefusedError, String(err));
+        return err.status;
+      }
+    };
+    assert.equal(await statusOf(t.url("/nope?jwt=ok")), 404);
+    assert.equal(await statusOf(t.url("/live?jwt=ok"), "https://evil.example"), 403);
+    assert.equal(await statusOf(t.url("/live?jwt=bad")), 401);
+    await assert.rejects(
+      connectWebTransport(t.url("/live?jwt=bad"), opts),
+      /401: bad token/,
+    );
+    assert.equal(await statusOf(t.url("/live?jwt=ok"), "https://good.example"), 200);
+    const first = await t.sessions.next();
+    assert.equal(first?.url?.pathname, "/live", "only the admitted request became a session");
+  } finally {
+    await t.stop();
+  }
+});
+
+Deno.test("the same UDP port serves native QUIC moq-lite by ALPN", async () => {
+  const t = await startServer();
+  try {
+    const quic = await connectQuicSession(new URL(`moqt://localhost:${t.port}/`), {
+      serverCertificateHashes: [{ algorithm: "sha-256", value: t.cert.sha256 }],
+    });
+    const server = await t.sessions.next();
+    assert.equal(server?.transport, "quic");
+    assert.equal(server?.protocol, "moq-lite-05");
+    assert.equal(quic.protocol, "moq-lite-05");
+    const wt = await connectWebTransport(t.url("/x"), { serverCertificateHashes: [t.cert.sha256] });
+    const wtServer = await t.sessions.next();
+    assert.equal(wtServer?.transport, "webtransport");
+    const u = await quic.openUni();
+    await writeText(u.writable, "native");
+    assert.equal(await readText((await server!.acceptUni())!.readable), "native");
+    quic.close(0, "");
+    wt.close(0, "");
+    await wt.closed;
+  } finally {
+    await t.stop();
+  }
+});
+
+Deno.test("client verifies the server with a CA file, and refuses an unknown certificate", async () => {
+  const t = await startServer();
+  try {
+    const s = await connectWebTransport(t.url("/ca"), { caCerts: [t.cert.certPem] });
+    assert.equal(s.protocol, "moq-lite-05");
+    s.close(0, "");
+    await s.closed;
+    await assert.rejects(connectWebTransport(t.url("/ca")), /certificate|UnknownIssuer/i);
+  } finally {
+    await t.stop();
+  }
+});
+
+Deno.test("stopping the listener closes WebTransport sessions with a close capsule", async () => {
+  const t = await startServer();
+  const client = await connectWebTransport(t.url("/stop"), {
+    serverCertificateHashes: [t.cert.sha256],
+  });
+  await t.sessions.next();
+  await t.server.stop();
+  assert.deepEqual(await client.closed, { code: 0, reason: "server stopping" });
+});
+
+Deno.test("client gives up after its timeout when the server never answers the CONNECT", async () => {
+  let release: (() => void) | undefined;
+  const t = await startServer({
+    admitWebTransport: () =>
+      new Promise((resolve) => {
+        release = () => resolve({ status: 404 });
+      }),
+  });
+  try {
+    await assert.rejects(
+      connectWebTransport(t.url("/slow"), {
+        serverCertificateHashes: [t.cert.sha256],
+        timeoutMs: 200,
+      }),
+      /timed out/,
+    );
+  } finally {
+    await t.stop();
+    release?.();
+  }
+});

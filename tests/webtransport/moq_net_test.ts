@@ -1,0 +1,276 @@
+/**
+ * MoQ over our WebTransport: @moq/net (an independent implementation) in
+ * Chromium and in Deno, and our own moq layer, on both ends of our HTTP/3
+ * client and server.
+ */
+import assert from "node:assert/strict";
+import * as Net from "@moq/net";
+import { accept, connect, type MoqSession, TrackProducer } from "../../src/moq/mod.ts";
+import { asWebTransport, connectWebTransport } from "../../src/transport/webtransport/mod.ts";
+import { chromiumMissing, launchChromium } from "../support/chromium.ts";
+import { startServer } from "./_helpers.ts";
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+const GROUPS = 200;
+const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
+
+/** @moq/net logs every request with console.debug; keep test output readable. */
+function quiet(): Disposable {
+  const debug = console.debug;
+  console.debug = () => {};
+  return { [Symbol.dispose]: () => void (console.debug = debug) };
+}
+
+type NetConn = Awaited<ReturnType<typeof Net.Connection.connect>>;
+
+/** Writes groups `g<seq>` until `done` resolves (the subscription starts at the latest group). */
+async function keepWriting(producer: TrackProducer, done: Promise<unknown>): Promise<void> {
+  let stop = false;
+  done.finally(() => (stop = true)).catch(() => {});
+  for (let seq = 1; !stop; seq++) {
+    producer.writeGroup(seq, enc.encode(`g${seq}`));
+    await tick(seq % 4 === 0 ? 1 : 0);
+  }
+}
+
+/** Their subscriber reads GROUPS consecutive groups from our publisher. */
+async function theyReadOurs(theirs: NetConn, producer: TrackProducer): Promise<void> {
+  const sub = theirs.consume(Net.Path.from("sluice/feed")).track("records").subscribe({
+    priority: 1,
+  });
+  const reading = (async () => {
+    const got: number[] = [];
+    while (got.length < GROUPS) {
+      const g = await sub.recvGroup();
+      assert.ok(g, "their subscription ended early");
+      assert.equal(dec.decode((await g.readFrame())?.payload), `g${g.sequence}`);
+      got.push(g.sequence);
+    }
+    return got;
+  })();
+  const [got] = await Promise.all([reading, keepWriting(producer, reading)]);
+  sub.close();
+  assert.equal(got.length, GROUPS);
+  for (let i = 1; i < got.length; i++) assert.ok(got[i]! > got[i - 1]!, "groups arrive in order");
+}
+
+/** Their publisher's groups reach our subscriber. */
+async function weReadTheirs(ours: MoqSession, theirs: NetConn): Promise<void> {
+  const broadcast = new Net.Broadcast.Producer();
+  const track = broadcast.createTrack("data");
+  theirs.publish(Net.Path.from("peer/cam"), broadcast);
+  const ac = new AbortController();
+  for await (const e of ours.announced("peer", { signal: ac.signal })) {
+    if (e.path === "peer/cam" && e.active) break;
+  }
+  ac.abort();
+  const sub = ours.subscribe("peer/cam", "data");
+  await sub.ready;
+  let stop = false;
+  const writer = (async () => {
+    while (!stop) {
+      const g = track.appendGroup();
+      g.writeString(`x${g.sequence}`);
+      g.close();
+      await tick(1);
+    }
+  })();
+  let count = 0;
+  for await (const g of sub) {
+    assert.equal(dec.decode(g.frames[0]), `x${g.sequence}`);
+    if (++count >= 50) break;
+  }
+  stop = true;
+  await writer;
+  broadcast.close();
+  assert.equal(count, 50);
+}
+
+Deno.test("@moq/net client (over our WT client) ⇄ our moq server (over our WT server)", async () => {
+  using _ = quiet();
+  const t = await startServer();
+  const producer = new TrackProducer({ cache: 8 });
+  try {
+    const serverP = (async () => {
+      const s = await t.sessions.next();
+      return await accept(s!, {
+        serve: (r) => r.path === "sluice/feed" && r.track === "records" ? producer : "not-found",
+        maxGroupQueue: 64,
+      });
+    })();
+    const wt = await connectWebTransport(t.url("/relay"), {
+      serverCertificateHashes: [t.cert.sha256],
+    });
+    const theirs = await Net.Connection.connect(t.url("/relay"), {
+      transport: asWebTransport(wt) as unknown as WebTransport,
+    });
+    const ours = await serverP;
+    assert.equal(theirs.version, "moq-lite-05");
+    assert.equal(ours.version, "moq-lite-05");
+    await theyReadOurs(theirs, producer);
+    await weReadTheirs(ours, theirs);
+    theirs.close();
+    await ours.closed;
+  } finally {
+    await t.stop();
+  }
+});
+
+Deno.test("our moq client (over our WT client) ⇄ @moq/net server (over our WT server)", async () => {
+  using _ = quiet();
+  const t = await startServer();
+  try {
+    const theirsP = (async () => {
+      const s = await t.sessions.next();
+      return await Net.Connection.accept(asWebTransport(s!) as unknown as WebTransport, s!.url!);
+    })();
+    const wt = await connectWebTransport(t.url("/relay?jwt=x"), {
+      serverCertificateHashes: [t.cert.sha256],
+    });
+    const producer = new TrackProducer({ cache: 8 });
+    const ours = await connect(wt, {
+      serve: (r) => r.path === "sluice/feed" && r.track === "records" ? producer : "not-found",
+      maxGroupQueue: 64,
+    });
+    const theirs = await theirsP;
+    assert.equal(theirs.version, "moq-lite-05");
+    await theyReadOurs(theirs, producer);
+    await weReadTheirs(ours, theirs);
+    ours.close(0, "done");
+    await theirs.closed.catch(() => {});
+  } finally {
+    await t.stop();
+  }
+});
+
+Deno.test({
+  name: "@moq/net in Chromium publishes and subscribes through our WebTransport server",
+  ignore: chromiumMissing,
+  sanitizeOps: false, // playwright's driver keeps internal timers and pipes
+  sanitizeResources: false,
+  fn: async () => {
+    using _ = quiet();
+    const bundle = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "bundle",
+        "--quiet",
+        "--platform",
+        "browser",
+        "--format",
+        "esm",
+        new URL("./browser/moq_net_entry.ts", import.meta.url).pathname,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.ok(bundle.success, new TextDecoder().decode(bundle.stderr));
+    const script = bundle.stdout;
+    const http = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      (req) =>
+        new URL(req.url).pathname === "/moq.js"
+          ? new Response(script, { headers: { "content-type": "text/javascript" } })
+          : new Response('<!doctype html><script type="module" src="/moq.js"></script>', {
+            headers: { "content-type": "text/html" },
+          }),
+    );
+    const t = await startServer();
+    const producer = new TrackProducer({ cache: 8 });
+    const browser = await launchChromium();
+    try {
+      const page = await browser.context.newPage();
+      await page.goto(`http://127.0.0.1:${http.addr.port}/`);
+      await page.waitForFunction(() => "Moq" in globalThis);
+      const serverP = (async () => {
+        const s = await t.sessions.next();
+        return await accept(s!, {
+          serve: (r) => r.path === "sluice/feed" && r.track === "records" ? producer : "not-found",
+          maxGroupQueue: 64,
+        });
+      })();
+      // The page connects with its own WebTransport (pinned hash) and keeps the connection in a global.
+      const version = await page.evaluate(async ({ url, hash }) => {
+        // deno-lint-ignore no-explicit-any
+        const g = globalThis as any;
+        const wt = new WebTransport(url, {
+          serverCertificateHashes: [{ algorithm: "sha-256", value: new Uint8Array(hash) }],
+          protocols: ["moq-lite-05", "moq-lite-04"],
+        } as WebTransportOptions);
+        await wt.ready;
+        g.conn = await g.Moq.Connection.connect(new URL(url), { transport: wt });
+        return `${g.conn.version} ${(wt as unknown as { protocol: string }).protocol}`;
+      }, { url: `https://127.0.0.1:${t.port}/relay`, hash: [...t.cert.sha256] });
+      assert.equal(version, "moq-lite-05 moq-lite-05");
+      const ours = await serverP;
+      assert.equal(ours.transport.transport, "webtransport");
+
+      // Browser subscribes to our track: GROUPS consecutive groups, in order.
+      const reading = page.evaluate(async (n) => {
+        // deno-lint-ignore no-explicit-any
+        const g = globalThis as any;
+        const sub = g.conn.consume(g.Moq.Path.from("sluice/feed")).track("records").subscribe({
+          priority: 1,
+        });
+        const got: string[] = [];
+        while (got.length < n) {
+          const group = await sub.recvGroup();
+          if (!group) break;
+          const frame = await group.readFrame();
+          got.push(`${group.sequence}:${new TextDecoder().decode(frame.payload)}`);
+        }
+        sub.close();
+        return got;
+      }, GROUPS);
+      const [got] = await Promise.all([reading, keepWriting(producer, reading)]);
+      assert.equal(got.length, GROUPS);
+      for (const entry of got) {
+        const [seq, payload] = entry.split(":");
+        assert.equal(payload, `g${seq}`);
+      }
+
+      // Browser publishes; our server session sees the announcement and reads its groups.
+      await page.evaluate(() => {
+        // deno-lint-ignore no-explicit-any
+        const g = globalThis as any;
+        const broadcast = new g.Moq.Broadcast.Producer();
+        const track = broadcast.createTrack("data");
+        g.conn.publish(g.Moq.Path.from("browser/cam"), broadcast);
+        g.publishing = setInterval(() => {
+          const group = track.appendGroup();
+          group.writeString(`b${group.sequence}`);
+          group.close();
+        }, 2);
+      });
+      const ac = new AbortController();
+      for await (const e of ours.announced("browser", { signal: ac.signal })) {
+        if (e.path === "browser/cam" && e.active) break;
+      }
+      ac.abort();
+      const sub = ours.subscribe("browser/cam", "data");
+      await sub.ready;
+      let count = 0;
+      for await (const g of sub) {
+        assert.equal(dec.decode(g.frames[0]), `b${g.sequence}`);
+        if (++count >= 50) break;
+      }
+      assert.equal(count, 50);
+      await page.evaluate(() => {
+        // deno-lint-ignore no-explicit-any
+        const g = globalThis as any;
+        clearInterval(g.publishing);
+        g.conn.close();
+      });
+      const closed = await ours.closed;
+      assert.equal(
+        closed.dropped ?? false,
+        false,
+        `session ended cleanly: ${JSON.stringify(closed)}`,
+      );
+    } finally {
+      await browser.close();
+      await t.stop();
+      await http.shutdown();
+    }
+  },
+});
