@@ -1,0 +1,102 @@
+import assert from "node:assert/strict";
+import { ConfigError } from "../../src/config/errors.ts";
+import { loadFunnelConfig } from "../../src/config/funnel.ts";
+
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadFunnelConfig(env);
+  } catch (error) {
+    assert.ok(error instanceof ConfigError);
+    return [...error.problems];
+  }
+  assert.fail("expected a ConfigError");
+}
+
+Deno.test("Defaults: :8090 ingest, memory ledger, own listener on :4433, auth off", () => {
+  const config = loadFunnelConfig({});
+  assert.deepEqual(config.ingest, { hostname: "0.0.0.0", port: 8090 });
+  assert.deepEqual(config.serve, { hostname: "0.0.0.0", port: 4433 });
+  assert.deepEqual(config.ledger, { kind: "memory" });
+  assert.equal(config.relay, undefined);
+  assert.equal(config.auth, undefined);
+  assert.equal(config.certFile, "certs/server.crt");
+  assert.equal(config.senderLimit, undefined);
+});
+
+Deno.test("RELAY_URL turns the own listener off unless FUNNEL_SERVE_ADDR is set", () => {
+  const viaRelay = loadFunnelConfig({ RELAY_URL: "https://relay.example:4433/?jwt=abc" });
+  assert.equal(viaRelay.serve, undefined);
+  assert.equal(viaRelay.relay?.url.protocol, "https:");
+  const both = loadFunnelConfig({
+    RELAY_URL: "moqt://relay.example:4433/",
+    FUNNEL_SERVE_ADDR: "127.0.0.1:4444",
+  });
+  assert.deepEqual(both.serve, { hostname: "127.0.0.1", port: 4444 });
+});
+
+Deno.test("Every bad variable is named in one error", () => {
+  const problems = problemsOf({
+    FUNNEL_ADDR: "8090",
+    FUNNEL_SENDER_LIMIT: "ten",
+    FUNNEL_TRACK_LIMIT: "5,0",
+    RELAY_URL: "http://relay.example",
+    LEDGER_URI: "/var/lib/sluice",
+    CORS_ALLOWED_ORIGINS: "https://ok.example,not an origin",
+    RELAY_TLS_INSECURE: "maybe",
+  });
+  const named = problems.map((p) => p.split(":")[0]);
+  assert.deepEqual(named.sort(), [
+    "CORS_ALLOWED_ORIGINS",
+    "FUNNEL_ADDR",
+    "FUNNEL_SENDER_LIMIT",
+    "FUNNEL_TRACK_LIMIT",
+    "LEDGER_URI",
+    "RELAY_TLS_INSECURE",
+    "RELAY_URL",
+  ]);
+});
+
+Deno.test("RELAY_SIGNING_KEY and RELAY_PUBLISH go together", () => {
+  const problems = problemsOf({ RELAY_URL: "moqt://r:1/", RELAY_SIGNING_KEY: "key.jwk" });
+  assert.match(problems[0]!, /^RELAY_PUBLISH: .*together/);
+  const config = loadFunnelConfig({
+    RELAY_URL: "moqt://r:1/",
+    RELAY_SIGNING_KEY: "key.jwk",
+    RELAY_PUBLISH: "room",
+  });
+  assert.deepEqual(config.relay?.signing, { keyFile: "key.jwk", publish: "room" });
+});
+
+Deno.test("LEDGER_URI: every scheme of the spec parses; others are startup errors", () => {
+  assert.deepEqual(loadFunnelConfig({ LEDGER_URI: "file:///var/lib/sluice" }).ledger, {
+    kind: "directory",
+    dir: "/var/lib/sluice",
+  });
+  assert.deepEqual(loadFunnelConfig({ LEDGER_URI: "file:data" }).ledger, {
+    kind: "directory",
+    dir: "data",
+  });
+  const pg = loadFunnelConfig({ LEDGER_URI: "postgres://app@db:5432/ledger?table=records" });
+  assert.equal(pg.ledger.kind, "postgres");
+  assert.equal(pg.ledger.kind === "postgres" && pg.ledger.table, "records");
+  assert.match(
+    problemsOf({ LEDGER_URI: "postgres://db/x?table=a;drop" })[0]!,
+    /^LEDGER_URI: table/,
+  );
+  const s3 = loadFunnelConfig({
+    LEDGER_URI: "s3://bucket/pre/fix?region=eu-west-1&endpoint=http://127.0.0.1:9000",
+    AWS_ACCESS_KEY_ID: "id",
+    AWS_SECRET_ACCESS_KEY: "secret",
+  });
+  assert.deepEqual(s3.ledger, {
+    kind: "s3",
+    bucket: "bucket",
+    prefix: "pre/fix",
+    region: "eu-west-1",
+    endpoint: "http://127.0.0.1:9000",
+  });
+  assert.match(problemsOf({ LEDGER_URI: "s3://bucket/x" })[0]!, /AWS_ACCESS_KEY_ID/);
+  assert.match(problemsOf({ LEDGER_URI: "redis://x" })[0]!, /^LEDGER_URI: Unsupported scheme/);
+  assert.match(problemsOf({ LEDGER_URI: "data/dir" })[0]!, /^LEDGER_URI: .*bare path/);
+  assert.deepEqual(loadFunnelConfig({ LEDGER_URI: "" }).ledger, { kind: "memory" });
+});

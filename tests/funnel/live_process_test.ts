@@ -1,0 +1,70 @@
+// `sluice funnel` as a real process on a fresh machine: no certificate files,
+// so the MoQ listener serves a generated one whose SHA-256 the summary shows.
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { connect } from "../../src/moq/mod.ts";
+import { connectQuicSession } from "../../src/transport/quic.ts";
+import { take, until } from "./live_helpers.ts";
+
+const CLI = fileURLToPath(new URL("../../src/cli.ts", import.meta.url));
+
+Deno.test("sluice funnel without certificate files serves MoQ with a generated certificate and shows the real Serve address", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "sluice-funnel-" });
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", CLI, "funnel"],
+    env: { FUNNEL_ADDR: "127.0.0.1:0", FUNNEL_SERVE_ADDR: "127.0.0.1:0" },
+    cwd: dir,
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const out: string[] = [];
+  const err: string[] = [];
+  const collect = async (s: ReadableStream<Uint8Array>, into: string[]) => {
+    for await (const chunk of s.pipeThrough(new TextDecoderStream())) {
+      into.push(...chunk.split("\n"));
+    }
+  };
+  const done = Promise.all([collect(child.stdout, out), collect(child.stderr, err)]);
+  try {
+    await until(
+      () => out.some((l) => l.startsWith("Auth:")) || err.some((l) => l.includes("error")),
+      "the summary",
+    );
+    const serve = out.find((l) => l.startsWith("Serve:"));
+    assert.ok(serve, [...out, ...err].join("\n"));
+    const m = /moqt:\/\/127\.0\.0\.1:(\d+) .*sha256 ([0-9a-f]{64}) \(generated/.exec(serve);
+    assert.ok(m, serve);
+    assert.ok(err.some((l) => l.includes(`sha256 ${m[2]}`)), "the log names the certificate hash");
+    const ingest = /Ingest: (http:\/\/\S+)/.exec(out.join("\n"))![1]!;
+    assert.equal(out.find((l) => l.startsWith("Relay:")), "Relay: none");
+
+    const sha = new Uint8Array(m[2]!.match(/../g)!.map((h) => parseInt(h, 16)));
+    const moq = await connect(
+      await connectQuicSession(new URL(`moqt://localhost:${m[1]}/`), {
+        serverCertificateHashes: [{ algorithm: "sha-256", value: sha }],
+      }),
+    );
+    try {
+      const put = await fetch(`${ingest}/tracks/demo/feed`, { method: "PUT" });
+      assert.equal(put.status, 201);
+      await put.body?.cancel();
+      const sub = moq.subscribe("demo", "feed");
+      await sub.ready;
+      const posted = await fetch(`${ingest}/tracks/demo/feed`, {
+        method: "POST",
+        body: '{"hi":1}',
+      });
+      assert.equal(posted.status, 201);
+      await posted.body?.cancel();
+      assert.deepEqual(await take(sub, 1), [{ seq: 1, frame: '{"payload":{"hi":1}}' }]);
+    } finally {
+      moq.close(0, "");
+    }
+  } finally {
+    child.kill("SIGTERM");
+    const status = await child.status;
+    await done;
+    await Deno.remove(dir, { recursive: true });
+    assert.equal(status.code, 0, [...out, ...err].join("\n"));
+  }
+});

@@ -1,0 +1,129 @@
+// Restore: a restarted funnel publishes every recorded track with its latest
+// record (memory backend kept across restarts proves the path; the directory
+// ledger proves it for real), and a slow subscriber delays nobody.
+import assert from "node:assert/strict";
+import { MemoryBackend } from "../../src/ledger/mod.ts";
+import type { LedgerBackend } from "../../src/ledger/mod.ts";
+import {
+  dialMoq,
+  post,
+  quiet,
+  send,
+  stallable,
+  startLiveFunnel,
+  take,
+  until,
+} from "./live_helpers.ts";
+
+async function restartScenario(
+  env: Record<string, string>,
+  backend: () => LedgerBackend | undefined,
+): Promise<void> {
+  let redactedGroup = "";
+  {
+    const b = backend();
+    await using f = await startLiveFunnel(env, b ? { backend: b } : {});
+    for (const body of ["1", "2", "3"]) await post(f.base, "room/1/chat", body);
+    redactedGroup = (await post(f.base, "room/1/mod", '"bad"')).group;
+    assert.equal(await send(f.base, "DELETE", `/tracks/room/1/mod?group=${redactedGroup}`), 201);
+    assert.equal(await send(f.base, "PUT", "/tracks/room/2/empty"), 201);
+  }
+  const b = backend();
+  await using f = await startLiveFunnel(env, b ? { backend: b } : {});
+  const moq = await dialMoq(f.moqPort);
+  try {
+    const seen = new Set<string>();
+    const ac = new AbortController();
+    for await (const e of moq.announced("", { signal: ac.signal })) {
+      if (e.active) seen.add(e.path);
+      if (seen.size === 2) break;
+    }
+    ac.abort();
+    assert.deepEqual(
+      [...seen].sort(),
+      ["room/1", "room/2"],
+      "every recorded broadcast is announced",
+    );
+
+    const chat = moq.subscribe("room/1", "chat");
+    assert.deepEqual(await take(chat, 1), [{ seq: 3, frame: '{"payload":3}' }]);
+    const mod = moq.subscribe("room/1", "mod");
+    assert.deepEqual(await take(mod, 1), [{ seq: 2, frame: `{"redacts":"${redactedGroup}"}` }]);
+    // A created track with no record: the subscription waits for the first one.
+    const empty = moq.subscribe("room/2", "empty");
+    await empty.ready;
+    await until(
+      () => f.funnel.live.publisher.producer("room/2", "empty")?.subscribers === 1,
+      "the waiting subscription",
+    );
+    await post(f.base, "room/2/empty", '"first"');
+    assert.deepEqual(await take(empty, 1), [{ seq: 1, frame: '{"payload":"first"}' }]);
+    await post(f.base, "room/1/chat", "4");
+    assert.deepEqual(await take(chat, 1), [{ seq: 4, frame: '{"payload":4}' }]);
+    await assert.rejects(moq.subscribe("room/1", "never").ready);
+  } finally {
+    moq.close(0, "");
+  }
+}
+
+Deno.test("A restarted funnel (memory backend kept) publishes every recorded track with its latest record", async () => {
+  using _q = quiet();
+  const memory = new MemoryBackend();
+  await restartScenario({}, () => memory);
+});
+
+Deno.test("A restarted funnel with a directory ledger publishes every recorded track with its latest record", async () => {
+  using _q = quiet();
+  const dir = await Deno.makeTempDir({ prefix: "sluice-live-ledger-" });
+  try {
+    await restartScenario({ LEDGER_URI: `file://${dir}` }, () => undefined);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("A subscriber that stops reading neither delays commits nor other subscribers", async () => {
+  using _q = quiet();
+  await using f = await startLiveFunnel();
+  await send(f.base, "PUT", "/tracks/room/1/chat");
+  const fast = await dialMoq(f.moqPort);
+  let gate!: ReturnType<typeof stallable>;
+  // Two concurrent group streams at most: a reader that stops accepting them stalls the sender.
+  const stalled = await dialMoq(f.moqPort, {
+    maxUni: 2,
+    wrap: (s) => (gate = stallable(s)).session,
+  });
+  try {
+    const fastSub = fast.subscribe("room/1", "chat");
+    const stalledSub = stalled.subscribe("room/1", "chat");
+    await Promise.all([fastSub.ready, stalledSub.ready]);
+    await until(
+      () => f.funnel.live.publisher.producer("room/1", "chat")?.subscribers === 2,
+      "both subscriptions",
+    );
+    const fastIt = fastSub[Symbol.asyncIterator]();
+    const stalledIt = stalledSub[Symbol.asyncIterator]();
+    await post(f.base, "room/1/chat", "1");
+    assert.equal((await fastIt.next()).value?.sequence, 1);
+    assert.equal((await stalledIt.next()).value?.sequence, 1);
+
+    gate.hold();
+    const N = 200;
+    for (let i = 2; i <= N; i++) {
+      assert.equal((await post(f.base, "room/1/chat", String(i))).status, 201);
+      const got = await fastIt.next();
+      assert.equal(got.value?.sequence, i, "the fast subscriber gets every record in order");
+    }
+    gate.release();
+    const stalledGot: number[] = [];
+    while (stalledGot.at(-1) !== N) stalledGot.push((await stalledIt.next()).value!.sequence);
+    assert.ok(
+      stalledGot.length < N - 1,
+      `the stalled subscriber skipped ahead (${stalledGot.length})`,
+    );
+    assert.deepEqual(stalledGot, [...stalledGot].sort((a, b) => a - b), "still in order");
+  } finally {
+    fast.close(0, "");
+    stalled.close(0, "");
+  }
+});

@@ -1,0 +1,117 @@
+import assert from "node:assert/strict";
+import {
+  APPLIED_V8_FLAGS_VARIABLE,
+  loadRelayConfig,
+  RelayConfigError,
+  resolveGc,
+} from "../../src/config/relay.ts";
+import { DOCTOR_HEADING, runDoctor } from "../../src/relay/mod.ts";
+
+Deno.test("defaults carry the default source", () => {
+  const c = loadRelayConfig({});
+  assert.deepEqual(c.addr.value, { hostname: "0.0.0.0", port: 4433 });
+  assert.equal(c.addr.source, "default");
+  assert.equal(c.groupCacheSize.value, 8);
+  assert.equal(c.pprof.value, false);
+  assert.equal(c.corsAllowedOrigins.value, "*");
+  assert.equal(c.authKeys.value, undefined);
+  assert.equal(c.certFile.value, "certs/server.crt");
+  assert.equal(c.gc.semiSpace.source, "runtime default");
+  assert.deepEqual(c.gc.apply, []);
+});
+
+Deno.test("environment values are parsed and marked as environment", () => {
+  const c = loadRelayConfig({
+    RELAY_ADDR: "127.0.0.1:0",
+    GROUP_CACHE_SIZE: "3",
+    RELAY_PPROF: "1",
+    CORS_ALLOWED_ORIGINS: "https://a.example, http://localhost:8080",
+    SLUICE_AUTH_KEYS: "/etc/keys.json",
+  });
+  assert.deepEqual(c.addr.value, { hostname: "127.0.0.1", port: 0 });
+  assert.equal(c.addr.source, "environment");
+  assert.equal(c.groupCacheSize.value, 3);
+  assert.equal(c.pprof.value, true);
+  assert.deepEqual(c.corsAllowedOrigins.value, ["https://a.example", "http://localhost:8080"]);
+  assert.equal(c.authKeys.value, "/etc/keys.json");
+  assert.deepEqual(loadRelayConfig({ RELAY_ADDR: "[::1]:4433" }).addr.value, {
+    hostname: "::1",
+    port: 4433,
+  });
+});
+
+Deno.test("invalid values are refused with a message naming the variable", () => {
+  const cases: [string, string][] = [
+    ["RELAY_ADDR", "4433"],
+    ["RELAY_ADDR", ":99999"],
+    ["GROUP_CACHE_SIZE", "0"],
+    ["GROUP_CACHE_SIZE", "eight"],
+    ["RELAY_PPROF", "maybe"],
+    ["CORS_ALLOWED_ORIGINS", "a.example"],
+    ["RELAY_SEMI_SPACE_MB", "-4"],
+    ["SLUICE_AUTH_KEYS", "ftp://x/keys"],
+  ];
+  for (const [k, v] of cases) {
+    assert.throws(() => loadRelayConfig({ [k]: v }), (e: unknown) => {
+      assert.ok(e instanceof RelayConfigError);
+      assert.equal(e.variable, k);
+      assert.match(e.message, new RegExp(k));
+      assert.ok(e.message.includes(`"${v}"`));
+      return true;
+    });
+  }
+});
+
+Deno.test("the runtime's V8 flags always win over RELAY_SEMI_SPACE_MB", () => {
+  const relayOnly = resolveGc({ RELAY_SEMI_SPACE_MB: "64" });
+  assert.deepEqual(relayOnly.semiSpace, { mb: 64, source: "RELAY_SEMI_SPACE_MB" });
+  assert.deepEqual(relayOnly.apply, ["--max-semi-space-size=64"]);
+
+  const env = resolveGc({ RELAY_SEMI_SPACE_MB: "64", DENO_V8_FLAGS: "--max_semi_space_size=16" });
+  assert.deepEqual(env.semiSpace, { mb: 16, source: "DENO_V8_FLAGS" });
+  assert.deepEqual(env.apply, []);
+  assert.match(env.why, /ignored/);
+
+  const cli = resolveGc(
+    { DENO_V8_FLAGS: "--max-semi-space-size=16,--max-old-space-size=900" },
+    "--max-semi-space-size=8",
+  );
+  assert.deepEqual(cli.semiSpace, { mb: 8, source: "--v8-flags" });
+  assert.deepEqual(cli.heapCeiling, { mb: 900, source: "DENO_V8_FLAGS" });
+});
+
+Deno.test("a re-executed relay reports the operator's inputs and does not apply twice", () => {
+  const gc = resolveGc({
+    RELAY_SEMI_SPACE_MB: "64",
+    DENO_V8_FLAGS: "--max-old-space-size=900,--max-semi-space-size=64",
+    [APPLIED_V8_FLAGS_VARIABLE]: "--max-semi-space-size=64",
+  });
+  assert.equal(gc.applied, true);
+  assert.equal(gc.inputs.denoV8Flags, "--max-old-space-size=900");
+  assert.deepEqual(gc.semiSpace, { mb: 64, source: "RELAY_SEMI_SPACE_MB" });
+  assert.deepEqual(gc.apply, []);
+});
+
+Deno.test("doctor prints the heading, the GC block and every setting with its source", () => {
+  const lines: string[] = [];
+  const code = runDoctor(
+    { RELAY_SEMI_SPACE_MB: "32", GROUP_CACHE_SIZE: "4", SLUICE_RELAY_TOKEN: "secret" },
+    (l) => lines.push(l),
+    { heapLimitMb: 4096 },
+  );
+  const out = lines.join("\n");
+  assert.equal(code, 0);
+  assert.equal(lines[0], DOCTOR_HEADING);
+  for (const part of ["Inputs:", "Effective:", "Why:", "Guidance:"]) assert.ok(out.includes(part));
+  assert.match(out, /DENO_V8_FLAGS\s+= \(unset\)/);
+  assert.match(out, /young generation.*32 MiB\s+\[source: RELAY_SEMI_SPACE_MB\]/);
+  assert.match(out, /GROUP_CACHE_SIZE\s+4\s+\[environment\]/);
+  assert.match(out, /RELAY_ADDR\s+0\.0\.0\.0:4433\s+\[default\]/);
+  assert.ok(!out.includes("secret"), "the relay token is never printed");
+});
+
+Deno.test("doctor reports an invalid setting and exits non-zero", () => {
+  const lines: string[] = [];
+  assert.equal(runDoctor({ GROUP_CACHE_SIZE: "x" }, (l) => lines.push(l), {}), 1);
+  assert.match(lines.join("\n"), /GROUP_CACHE_SIZE/);
+});

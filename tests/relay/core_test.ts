@@ -1,0 +1,225 @@
+// Unit tests of routing and fan-out against in-process upstreams; the same
+// behaviour is checked end to end over real sessions in relay_test.ts.
+import assert from "node:assert/strict";
+import type { TrackCursor } from "../../src/moq/mod.ts";
+import type { IncomingGroup, UpstreamTrack } from "../../src/relay/distributor.ts";
+import { createRelayMetrics } from "../../src/relay/relay_metrics.ts";
+import { RelayCore, SubscribeError } from "../../src/relay/relay_core.ts";
+import type { AnnounceEvent, RouteSource } from "../../src/relay/route_table.ts";
+import { families, sampleValue } from "../metrics/exposition.ts";
+
+/** An async queue the test pushes into. */
+class Channel<T> implements AsyncIterable<T> {
+  #items: T[] = [];
+  #waiters: ((r: IteratorResult<T>) => void)[] = [];
+  #closed = false;
+  push(v: T): void {
+    const w = this.#waiters.shift();
+    if (w) w({ value: v, done: false });
+    else this.#items.push(v);
+  }
+  close(): void {
+    this.#closed = true;
+    for (const w of this.#waiters.splice(0)) w({ value: undefined, done: true });
+  }
+  [Symbol.asyncIterator](): AsyncIterator<T> {
+    return {
+      next: (): Promise<IteratorResult<T>> => {
+        const v = this.#items.shift();
+        if (v !== undefined) return Promise.resolve({ value: v, done: false });
+        if (this.#closed) return Promise.resolve({ value: undefined, done: true });
+        return new Promise((r) => this.#waiters.push(r));
+      },
+    };
+  }
+}
+
+function group(sequence: number, text = `g${sequence}`): IncomingGroup {
+  return { sequence, frames: [new TextEncoder().encode(text)] };
+}
+
+class FakeSource implements RouteSource {
+  readonly remote = "192.0.2.1:5000";
+  readonly hops: number;
+  subscribes: string[] = [];
+  upstreams: { ch: Channel<IncomingGroup>; closed: boolean }[] = [];
+  fail = false;
+  constructor(hops = 0) {
+    this.hops = hops;
+  }
+  subscribe(track: string): Promise<UpstreamTrack> {
+    this.subscribes.push(track);
+    if (this.fail) return Promise.reject(new Error("track does not exist"));
+    const ch = new Channel<IncomingGroup>();
+    const u = { ch, closed: false };
+    this.upstreams.push(u);
+    return Promise.resolve({
+      groups: ch,
+      close: () => {
+        u.closed = true;
+        ch.close();
+      },
+    });
+  }
+  get last(): Channel<IncomingGroup> {
+    return this.upstreams[this.upstreams.length - 1]!.ch;
+  }
+}
+
+/** Reads `n` groups from a cursor (what a subscriber's session does). */
+async function take(c: TrackCursor, n: number): Promise<number[]> {
+  const out: number[] = [];
+  while (out.length < n) {
+    const g = await c.next();
+    if (!g) break;
+    out.push(g.sequence);
+  }
+  return out;
+}
+
+function setup(cacheSize = 8): { core: RelayCore; metrics: ReturnType<typeof createRelayMetrics> } {
+  const metrics = createRelayMetrics();
+  let t = 0;
+  const core = new RelayCore({ metrics, cacheSize, now: () => (t += 1), idleMs: 0 });
+  return { core, metrics };
+}
+
+Deno.test("one upstream subscription is shared by every downstream subscriber", async () => {
+  const { core, metrics } = setup();
+  const src = new FakeSource();
+  const ann = core.routes.announce("room/1", src);
+  const [pa, pb] = await Promise.all([
+    core.source("room/1", "chat"),
+    core.source("room/1", "chat"),
+  ]);
+  assert.equal(pa, pb);
+  assert.deepEqual(src.subscribes, ["chat"]);
+  const a = pa.cursor(undefined, 8);
+  const b = pb.cursor(undefined, 8);
+  for (let i = 1; i <= 3; i++) src.last.push(group(i));
+  assert.deepEqual(await take(a, 3), [1, 2, 3]);
+  assert.deepEqual(await take(b, 3), [1, 2, 3]);
+  const labels = { path: "/room/1", track: "chat" };
+  assert.equal(metrics.trackUpstreamRequestsTotal.value(labels), 1);
+  assert.equal(metrics.trackDistributorReusesTotal.value(labels), 1);
+  const f = families(metrics.registry.render());
+  assert.equal(sampleValue(f, "sluice_relay_track_subscriptions_active", labels), 2);
+  assert.equal(sampleValue(f, "sluice_relay_subscribers_active"), 2);
+  assert.equal(sampleValue(f, "sluice_relay_buffer_depth_groups", { track: "/room/1/chat" }), 3);
+  assert.equal(sampleValue(f, "sluice_relay_egress_bytes_total", { track: "/room/1/chat" }), 12);
+  assert.equal(sampleValue(f, "sluice_relay_ingress_bytes_total", { track: "/room/1/chat" }), 6);
+  a.close();
+  b.close();
+  await new Promise((r) => setTimeout(r, 0));
+  assert.equal(src.upstreams[0]!.closed, true, "the last subscriber leaving releases upstream");
+  assert.equal(core.distributors().length, 0);
+  ann.end();
+});
+
+Deno.test("a late joiner starts at the latest complete group", async () => {
+  const { core } = setup();
+  const src = new FakeSource();
+  const ann = core.routes.announce("b", src);
+  const producer = await core.source("b", "t");
+  const first = producer.cursor(undefined, 8);
+  for (let i = 1; i <= 5; i++) src.last.push(group(i));
+  assert.deepEqual(await take(first, 5), [1, 2, 3, 4, 5]);
+  const late = (await core.source("b", "t")).cursor(undefined, 8);
+  assert.deepEqual(await take(late, 1), [5]);
+  src.last.push(group(6));
+  assert.deepEqual(await take(late, 1), [6]);
+  first.close();
+  late.close();
+  ann.end();
+});
+
+Deno.test("a slow subscriber is skipped forward and never slows a fast one", async () => {
+  const { core, metrics } = setup(4);
+  const src = new FakeSource();
+  const ann = core.routes.announce("b", src);
+  const producer = await core.source("b", "t");
+  const fast = producer.cursor(undefined, 4);
+  const slow = producer.cursor(undefined, 4);
+  const fastGot: number[] = [];
+  for (let i = 1; i <= 20; i++) {
+    src.last.push(group(i));
+    fastGot.push(...await take(fast, 1));
+  }
+  assert.deepEqual(fastGot, Array.from({ length: 20 }, (_, i) => i + 1));
+  assert.equal(metrics.subscriberSkipsTotal.value(), 0);
+  // The slow one only now asks: it is past the ring, so it jumps to the newest group.
+  assert.deepEqual(await take(slow, 1), [20]);
+  assert.equal(metrics.subscriberSkipsTotal.value(), 1);
+  assert.equal(slow.skipped, 19);
+  fast.close();
+  slow.close();
+  ann.end();
+});
+
+Deno.test("the publisher going away ends the broadcast for subscribers and watchers", async () => {
+  const { core, metrics } = setup();
+  const src = new FakeSource();
+  const events: AnnounceEvent[] = [];
+  const unwatch = core.routes.watch("room", (e) => events.push(e));
+  const ann = core.routes.announce("room/1", src);
+  core.routes.announce("other/1", new FakeSource()).end();
+  const c = (await core.source("room/1", "chat")).cursor(undefined, 8);
+  src.last.push(group(1));
+  assert.deepEqual(await take(c, 1), [1]);
+  assert.equal(metrics.broadcastsActive.value(), 1);
+  ann.end();
+  assert.equal(await c.next(), undefined, "the subscriber's track ends");
+  assert.equal(src.upstreams[0]!.closed, true);
+  assert.deepEqual(events, [{ path: "room/1", active: true }, { path: "room/1", active: false }]);
+  assert.equal(core.routes.get("room/1"), undefined);
+  assert.equal(metrics.broadcastsActive.value(), 0);
+  await assert.rejects(core.source("room/1", "chat"), SubscribeError);
+  c.close();
+  unwatch();
+});
+
+Deno.test("subscribing to an unknown broadcast or a failing track is refused with a code", async () => {
+  const { core, metrics } = setup();
+  await assert.rejects(
+    core.source("nope", "t"),
+    (e: unknown) => e instanceof SubscribeError && e.code === "not_found",
+  );
+  const src = new FakeSource();
+  src.fail = true;
+  const ann = core.routes.announce("b", src);
+  await assert.rejects(
+    core.source("b", "t"),
+    (e: unknown) => e instanceof SubscribeError && e.code === "upstream_error",
+  );
+  assert.equal(metrics.subscribeErrorsTotal.value({ code: "not_found" }), 1);
+  assert.equal(metrics.subscribeErrorsTotal.value({ code: "upstream_error" }), 1);
+  assert.equal(metrics.trackUpstreamRequestErrorsTotal.value({ path: "/b", track: "t" }), 1);
+  assert.equal(
+    metrics.trackUpstreamRequestDurationSeconds.snapshot({ path: "/b", track: "t" }).count,
+    1,
+  );
+  ann.end();
+});
+
+Deno.test("a second announcement is retained and promoted when the incumbent ends", () => {
+  const { core, metrics } = setup();
+  const first = new FakeSource();
+  const second = new FakeSource();
+  const a1 = core.routes.announce("b", first);
+  const a2 = core.routes.announce("b", second);
+  assert.equal(a1.active, true);
+  assert.equal(a2.active, false);
+  assert.equal(metrics.routeRejectionsTotal.value({ reason: "not_better" }), 1);
+  assert.equal(metrics.routesRetained.value(), 1);
+  a1.end();
+  assert.equal(core.routes.get("b")?.source, second);
+  assert.equal(metrics.routePromotionsTotal.value(), 1);
+  assert.equal(metrics.routesRetained.value(), 0);
+  const better = new FakeSource(-1);
+  const a3 = core.routes.announce("b", better);
+  assert.equal(a3.active, true);
+  assert.equal(metrics.routeReplacementsTotal.value(), 1);
+  a3.end();
+  a2.end();
+  assert.equal(core.routes.routes().length, 0);
+});

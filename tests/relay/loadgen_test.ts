@@ -1,0 +1,55 @@
+import assert from "node:assert/strict";
+import {
+  formatResult,
+  LatencyHistogram,
+  loadgen,
+  parseLoadgenArgs,
+} from "../../src/relay/loadgen/mod.ts";
+
+Deno.test("loadgen arguments are parsed and bad ones named", () => {
+  const o = parseLoadgenArgs([
+    "--subscribers",
+    "1000",
+    "--rate",
+    "30",
+    "--size",
+    "1200",
+    "--relay-env",
+    "DENO_V8_FLAGS=--max-semi-space-size=32",
+  ]);
+  assert.equal(o.subscribers, 1000);
+  assert.equal(o.rate, 30);
+  assert.equal(o.size, 1200);
+  assert.deepEqual(o.relayEnv, { DENO_V8_FLAGS: "--max-semi-space-size=32" });
+  assert.throws(() => parseLoadgenArgs(["--size", "4"]), /--size/);
+  assert.throws(() => parseLoadgenArgs(["--transport", "tcp"]), /--transport/);
+  assert.throws(() => parseLoadgenArgs(["--bogus"]), /Unknown argument/);
+});
+
+Deno.test("latency quantiles come from 0.1 ms buckets", () => {
+  const h = new LatencyHistogram();
+  for (let i = 1; i <= 100; i++) h.record(i);
+  assert.equal(h.total, 100);
+  assert.equal(h.quantile(0.5), 50.1);
+  assert.equal(h.quantile(0.99), 99.1);
+  assert.ok(Number.isNaN(new LatencyHistogram().quantile(0.5)));
+});
+
+Deno.test("loadgen holds sessions on a real relay process and measures delivery", async () => {
+  const lines: string[] = [];
+  const r = await loadgen({
+    ...parseLoadgenArgs([]),
+    subscribers: 4,
+    rate: 20,
+    size: 64,
+    duration: 1,
+    settle: 0,
+  }, (l) => lines.push(l));
+  assert.equal(r.held, 4);
+  assert.equal(r.failed, 0);
+  assert.ok(r.latency_ms.samples > 0, "latency was sampled");
+  assert.ok(r.loss_percent >= 0 && r.loss_percent <= 100);
+  assert.ok(r.relay_rss_mib > 0);
+  assert.ok(lines.some((l) => l.startsWith("measure 1/1s")), "progress lines are printed");
+  assert.match(formatResult(r), /sessions held 4/);
+});

@@ -1,0 +1,80 @@
+// `sluice relay` as a real process: environment config, V8 flag re-exec,
+// dev certificate fallback, graceful stop on SIGTERM.
+import assert from "node:assert/strict";
+import { connect } from "../../src/moq/mod.ts";
+import { connectQuicSession } from "../../src/transport/quic.ts";
+import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
+import { spawnRelay } from "../support/relay_process.ts";
+import { devCert, until } from "./_relay.ts";
+
+Deno.test("sluice relay runs from the environment, applies RELAY_SEMI_SPACE_MB and stops on SIGTERM", async () => {
+  const dir = await Deno.makeTempDir();
+  const c = await devCert();
+  await Deno.writeTextFile(`${dir}/cert.pem`, c.certPem);
+  await Deno.writeTextFile(`${dir}/key.pem`, c.keyPem);
+  const port = freeUdpTcpPort();
+  const p = spawnRelay({
+    RELAY_ADDR: `127.0.0.1:${port}`,
+    CERT_FILE: `${dir}/cert.pem`,
+    KEY_FILE: `${dir}/key.pem`,
+    RELAY_SEMI_SPACE_MB: "16",
+    GROUP_CACHE_SIZE: "4",
+  }, dir);
+  const http = Deno.createHttpClient({ caCerts: [c.certPem] });
+  try {
+    await until(() => p.lines.some((l) => l.includes("relay: listening")), "relay to listen");
+    assert.ok(
+      p.lines.some((l) => /DENO_V8_FLAGS=--max-semi-space-size=16/.test(l)),
+      p.lines.join("\n"),
+    );
+    assert.ok(p.lines.some((l) => /young generation 16 MiB \[RELAY_SEMI_SPACE_MB\]/.test(l)));
+    const health = await fetch(`https://localhost:${port}/health`, { client: http });
+    assert.equal(health.status, 200);
+    await health.body?.cancel();
+    const session = await connectQuicSession(new URL(`moqt://localhost:${port}/`), {
+      serverCertificateHashes: [{ algorithm: "sha-256", value: c.sha256 }],
+    });
+    const moq = await connect(session);
+    moq.close(0, "");
+  } finally {
+    p.child.kill("SIGTERM");
+    const status = await p.child.status;
+    await p.done;
+    http.close();
+    await Deno.remove(dir, { recursive: true });
+    assert.equal(status.code, 0, p.lines.join("\n"));
+  }
+  assert.ok(p.lines.some((l) => l.includes("relay: stopping (SIGTERM)")));
+});
+
+Deno.test("sluice relay without certificate files serves a generated one and logs its SHA-256", async () => {
+  const dir = await Deno.makeTempDir();
+  const port = freeUdpTcpPort();
+  const p = spawnRelay({ RELAY_ADDR: `127.0.0.1:${port}` }, dir);
+  try {
+    await until(() => p.lines.some((l) => l.includes("relay: listening")), "relay to listen");
+    const line = p.lines.find((l) => l.includes("generated development certificate"));
+    assert.ok(line, p.lines.join("\n"));
+    assert.ok(p.lines.some((l) => l.includes("WARNING: SLUICE_AUTH_KEYS is not set")));
+    const hex = /sha256 ([0-9a-f]{64})/.exec(line)![1]!;
+    const sha = new Uint8Array(hex.match(/../g)!.map((h) => parseInt(h, 16)));
+    const session = await connectQuicSession(new URL(`moqt://localhost:${port}/`), {
+      serverCertificateHashes: [{ algorithm: "sha-256", value: sha }],
+    });
+    const moq = await connect(session);
+    moq.close(0, "");
+  } finally {
+    p.child.kill("SIGTERM");
+    await p.child.status;
+    await p.done;
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("sluice relay refuses an invalid setting, naming the variable", async () => {
+  const p = spawnRelay({ GROUP_CACHE_SIZE: "lots" }, Deno.cwd());
+  const status = await p.child.status;
+  await p.done;
+  assert.equal(status.code, 2);
+  assert.ok(p.lines.some((l) => l.includes("GROUP_CACHE_SIZE must be an integer")));
+});

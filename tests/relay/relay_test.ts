@@ -1,0 +1,316 @@
+// End-to-end relay tests over real sessions: our moq client and @moq/net
+// (native QUIC, lite-05 and lite-04) through the relay.
+import assert from "node:assert/strict";
+import * as Net from "@moq/net";
+import { connect, TrackProducer } from "../../src/moq/mod.ts";
+import { connectWebTransport } from "../../src/transport/webtransport/mod.ts";
+import type { Session } from "../../src/transport/mod.ts";
+import { families, histogramSeries, sampleValue } from "../metrics/exposition.ts";
+import {
+  devCert,
+  dialNet,
+  dialOurs,
+  quiet,
+  seeAnnounced,
+  startTestRelay,
+  until,
+} from "./_relay.ts";
+import { SPEC_METRICS } from "./spec_metrics.ts";
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+async function publisher(port: number, path: string, track: string, jwt?: string) {
+  const producer = new TrackProducer({ cache: 8 });
+  const moq = await dialOurs(port, {
+    ...(jwt ? { jwt } : {}),
+    moq: { serve: (r) => (r.path === path && r.track === track ? producer : "not-found") },
+  });
+  moq.announce(path);
+  return { moq, producer };
+}
+
+Deno.test("relay fans one track out to our clients and @moq/net, sharing one upstream", async () => {
+  using _q = quiet();
+  const t = await startTestRelay();
+  const pub = await publisher(t.port, "room/1", "chat");
+  const subs = [
+    await dialOurs(t.port, { alpn: "moq-lite-05" }),
+    await dialOurs(t.port, { alpn: "moq-lite-04" }),
+  ];
+  for (const s of subs) await seeAnnounced(s, "room/1");
+  const ourSubs = subs.map((s) => s.subscribe("room/1", "chat"));
+  await Promise.all(ourSubs.map((s) => s.ready));
+  const net = await dialNet(t.port, "moq-lite-05");
+  const netSub = net.consume(Net.Path.from("room/1")).track("chat").subscribe({ priority: 1 });
+
+  // Each group is written once every subscriber has the previous one.
+  const iters = ourSubs.map((s) => s[Symbol.asyncIterator]());
+  const received: number[][] = [[], [], []];
+  let payloadBytes = 0;
+  for (let seq = 1; seq <= 10; seq++) {
+    const text = `record ${seq}`;
+    payloadBytes += enc.encode(text).length;
+    pub.producer.writeGroup(seq, enc.encode(text));
+    for (let i = 0; i < iters.length; i++) {
+      const r = await iters[i]!.next();
+      assert.equal(dec.decode(r.value!.frames[0]), text);
+      received[i]!.push(r.value!.sequence);
+    }
+    // @moq/net's first group may be any recent one (it subscribed while we wrote).
+    if (received[2]!.length === 0 || received[2]!.at(-1)! < seq) {
+      for (;;) {
+        const g = await netSub.recvGroup();
+        assert.ok(g);
+        const f = await g.readFrame();
+        assert.equal(dec.decode(f?.payload), `record ${g.sequence}`);
+        received[2]!.push(g.sequence);
+        if (g.sequence >= seq) break;
+      }
+    }
+  }
+  const seqs = Array.from({ length: 10 }, (_, i) => i + 1);
+  assert.deepEqual(received[0], seqs);
+  assert.deepEqual(received[1], seqs);
+  assert.equal(received[2]!.at(-1), 10);
+
+  const text = await (await t.get("/metrics")).text();
+  const f = families(text);
+  const labels = { path: "/room/1", track: "chat" };
+  assert.equal(sampleValue(f, "sluice_relay_track_upstream_requests_total", labels), 1);
+  assert.equal(sampleValue(f, "sluice_relay_track_distributor_reuses_total", labels), 2);
+  assert.equal(sampleValue(f, "sluice_relay_track_subscriptions_active", labels), 3);
+  assert.equal(sampleValue(f, "sluice_relay_subscribers_active"), 3);
+  assert.equal(sampleValue(f, "sluice_relay_sessions_active"), 4);
+  assert.equal(
+    sampleValue(f, "sluice_relay_sessions_total", { transport: "quic", class: "client" }),
+    4,
+  );
+  assert.equal(sampleValue(f, "sluice_relay_broadcasts_active"), 1);
+  assert.equal(
+    sampleValue(f, "sluice_relay_ingress_bytes_total", { track: "/room/1/chat" }),
+    payloadBytes,
+  );
+  // Our two subscribers got every group; @moq/net got the ones from its start on.
+  const egress = sampleValue(f, "sluice_relay_egress_bytes_total", { track: "/room/1/chat" })!;
+  assert.ok(egress >= 2 * payloadBytes && egress <= 3 * payloadBytes, `egress ${egress}`);
+  assert.equal(sampleValue(f, "sluice_relay_buffer_depth_groups", { track: "/room/1/chat" }), 8);
+  const delivery = histogramSeries(text, "sluice_relay_group_delivery_seconds");
+  assert.equal(delivery.length, 1);
+  assert.ok(delivery[0]!.count >= 20, `delivered ${delivery[0]!.count}`);
+  const upstream = histogramSeries(text, "sluice_relay_track_upstream_request_duration_seconds");
+  assert.deepEqual(upstream.map((h) => [h.labels, h.count]), [[labels, 1]]);
+  // Only the spec's labels, never a per-session or per-subscriber one (except `remote`).
+  const allowedLabels = new Map(SPEC_METRICS.map((m) => [m.name, new Set(m.labels)]));
+  for (const [name, fam] of f) {
+    for (const s of fam.metrics) {
+      for (const l of Object.keys(s.labels ?? {})) {
+        assert.ok(allowedLabels.get(name)?.has(l), `${name} has label ${l}`);
+      }
+    }
+  }
+
+  const routes = await (await t.get("/routes")).json();
+  assert.equal(routes.live, true);
+  assert.equal(routes.ready, true);
+  assert.equal(routes.paths.length, 1);
+  const p = routes.paths[0];
+  assert.equal(p.path, "/room/1");
+  assert.equal(p.active, true);
+  assert.equal(p.hops, 1, "the publisher is connected to this relay");
+  assert.match(p.source, /^127\.0\.0\.1:\d+$/);
+  assert.ok(Number.isInteger(p.rtt_ms) && Number.isInteger(p.bitrate_bps));
+  for (const k of ["announced_at", "last_updated", "timestamp"]) {
+    const v = k === "timestamp" ? routes[k] : p[k];
+    assert.equal(new Date(v).toISOString(), v, `${k} is an ISO 8601 UTC timestamp`);
+  }
+
+  netSub.close();
+  net.close();
+  for (const s of subs) s.close(0, "done");
+  pub.moq.close(0, "done");
+  await t.stop();
+});
+
+Deno.test("a late joiner starts at the latest group; publisher gone ends the broadcast", async () => {
+  using _q = quiet();
+  const t = await startTestRelay();
+  const pub = await publisher(t.port, "live/a", "t");
+  const early = await dialOurs(t.port);
+  await seeAnnounced(early, "live/a");
+  const s1 = early.subscribe("live/a", "t");
+  await s1.ready;
+  const it1 = s1[Symbol.asyncIterator]();
+  for (let seq = 1; seq <= 5; seq++) {
+    pub.producer.writeGroup(seq, enc.encode(`g${seq}`));
+    assert.equal((await it1.next()).value?.sequence, seq);
+  }
+  const late = await dialOurs(t.port, { alpn: "moq-lite-04" });
+  const s2 = late.subscribe("live/a", "t");
+  await s2.ready;
+  const it2 = s2[Symbol.asyncIterator]();
+  const first = (await it2.next()).value!;
+  assert.equal(first.sequence, 5, "the late joiner starts at the latest group");
+  assert.equal(dec.decode(first.frames[0]), "g5");
+
+  // The publisher's session ends: both subscriptions finish and the route is gone.
+  pub.moq.close(0, "bye");
+  assert.equal((await it1.next()).done, true);
+  assert.equal((await it2.next()).done, true);
+  await until(async () => (await (await t.get("/routes")).json()).paths.length === 0, "route gone");
+  const f = families(await (await t.get("/metrics")).text());
+  assert.equal(sampleValue(f, "sluice_relay_broadcasts_active"), 0);
+  await until(async () => {
+    const g = families(await (await t.get("/metrics")).text());
+    return sampleValue(g, "sluice_relay_sessions_active") === 2;
+  }, "publisher session accounted as closed");
+  const g = families(await (await t.get("/metrics")).text());
+  assert.equal(
+    sampleValue(g, "sluice_relay_sessions_closed_total", {
+      transport: "quic",
+      class: "client",
+      reason: "closed",
+    }),
+    1,
+  );
+  assert.ok(
+    sampleValue(g, "sluice_relay_session_bytes_total", {
+      transport: "quic",
+      class: "client",
+      direction: "received",
+    })! > 0,
+  );
+  early.close(0, "");
+  late.close(0, "");
+  await t.stop();
+});
+
+/** Wraps a session so that the test decides when peer-opened uni streams are accepted. */
+function gatedUni(session: Session): { session: Session; hold(): void; release(): void } {
+  let gate: Promise<void> | undefined;
+  let open: () => void = () => {};
+  const wrapped: Session = {
+    get transport() {
+      return session.transport;
+    },
+    get protocol() {
+      return session.protocol;
+    },
+    get url() {
+      return session.url;
+    },
+    get remote() {
+      return session.remote;
+    },
+    get closed() {
+      return session.closed;
+    },
+    openBidi: (o) => session.openBidi(o),
+    openUni: (o) => session.openUni(o),
+    acceptBidi: () => session.acceptBidi(),
+    acceptUni: async () => {
+      while (gate) await gate;
+      return session.acceptUni();
+    },
+    close: (code, reason) => session.close(code, reason),
+  };
+  return {
+    session: wrapped,
+    hold: () => {
+      gate = new Promise((r) => (open = r));
+    },
+    release: () => {
+      gate = undefined;
+      open();
+    },
+  };
+}
+
+Deno.test("a slow subscriber is skipped forward without slowing a fast one", async () => {
+  using _q = quiet();
+  const t = await startTestRelay({ cacheSize: 4 });
+  const pub = await publisher(t.port, "live/b", "t");
+  const fast = await dialOurs(t.port);
+  let gate!: ReturnType<typeof gatedUni>;
+  // Few concurrent uni streams: a reader that stops accepting them stalls the relay's sends.
+  const slow = await dialOurs(t.port, {
+    maxUni: 2,
+    wrap: (s) => (gate = gatedUni(s)).session,
+  });
+  await seeAnnounced(fast, "live/b");
+  const fs = fast.subscribe("live/b", "t");
+  const ss = slow.subscribe("live/b", "t");
+  await Promise.all([fs.ready, ss.ready]);
+  const fit = fs[Symbol.asyncIterator]();
+  const sit = ss[Symbol.asyncIterator]();
+  pub.producer.writeGroup(1, enc.encode("g1"));
+  assert.equal((await fit.next()).value?.sequence, 1);
+  assert.equal((await sit.next()).value?.sequence, 1);
+
+  gate.hold();
+  const N = 60;
+  for (let seq = 2; seq <= N; seq++) {
+    pub.producer.writeGroup(seq, enc.encode(`g${seq}`));
+    assert.equal((await fit.next()).value?.sequence, seq, "the fast subscriber gets every group");
+  }
+  gate.release();
+  const slowGot: number[] = [];
+  while (slowGot.at(-1) !== N) slowGot.push((await sit.next()).value!.sequence);
+  assert.ok(slowGot.length < N - 1, `the slow subscriber skipped (${slowGot.length} groups)`);
+  const f = families(await (await t.get("/metrics")).text());
+  assert.ok(sampleValue(f, "sluice_relay_subscriber_skips_total")! >= 1);
+  fast.close(0, "");
+  slow.close(0, "");
+  pub.moq.close(0, "");
+  await t.stop();
+});
+
+Deno.test("WebTransport and QUIC sessions share a track; session RTT is measured by ping", async () => {
+  using _q = quiet();
+  const t = await startTestRelay({ rttIntervalMs: 20 });
+  const pub = await publisher(t.port, "mix/1", "t");
+  const c = await devCert();
+  const wtSession = await connectWebTransport(new URL(`https://localhost:${t.port}/`), {
+    serverCertificateHashes: [c.sha256],
+  });
+  const viaWt = await connect(wtSession);
+  const net = await dialNet(t.port, "moq-lite-04");
+  await seeAnnounced(viaWt, "mix/1");
+  const sub = viaWt.subscribe("mix/1", "t");
+  await sub.ready;
+  pub.producer.writeGroup(1, enc.encode("over webtransport"));
+  const g = await sub[Symbol.asyncIterator]().next();
+  assert.equal(dec.decode(g.value!.frames[0]), "over webtransport");
+
+  // Every session (ours over QUIC and WebTransport, @moq/net) answers the ping.
+  let f = families(await (await t.get("/metrics")).text());
+  await until(async () => {
+    f = families(await (await t.get("/metrics")).text());
+    return (f.get("sluice_relay_session_rtt_ms")?.metrics.length ?? 0) === 3;
+  }, "an RTT sample for each session");
+  for (const s of f.get("sluice_relay_session_rtt_ms")!.metrics) {
+    assert.match(s.labels!.remote!, /^127\.0\.0\.1:\d+$/);
+    const v = Number(s.value);
+    assert.ok(v >= 0 && v < 5000, `rtt ${v}`);
+  }
+  assert.equal(
+    sampleValue(f, "sluice_relay_sessions_total", { transport: "webtransport", class: "client" }),
+    1,
+  );
+  // Delivered rate per session since the previous scrape, one series per live session.
+  const bitrates = f.get("sluice_relay_session_estimated_bitrate_bps")!.metrics;
+  assert.equal(bitrates.length, 3);
+  assert.ok(
+    bitrates.every((m) => Number(m.value) >= 0 && /^127\.0\.0\.1:\d+$/.test(m.labels!.remote!)),
+  );
+  assert.equal(
+    sampleValue(f, "sluice_relay_sessions_total", { transport: "quic", class: "client" }),
+    2,
+  );
+  const routes = await (await t.get("/routes")).json();
+  assert.ok(Number.isInteger(routes.paths[0].rtt_ms));
+  net.close();
+  viaWt.close(0, "");
+  pub.moq.close(0, "");
+  await t.stop();
+});
