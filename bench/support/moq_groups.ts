@@ -1,0 +1,58 @@
+/**
+ * The moq-lite measurement both transport benchmarks share: a server
+ * publishes `count` one-frame groups of `size` bytes, a client subscribes,
+ * and the writer keeps at most `window` groups unread.
+ */
+import { accept, connect, TrackProducer } from "../../src/moq/mod.ts";
+import type { Session } from "../../src/transport/mod.ts";
+
+/** Result of one measured run. */
+export interface Figures {
+  /** Messages per second. */
+  readonly perSecond: number;
+  /** Payload megabytes (10^6) per second. */
+  readonly mbPerSecond: number;
+}
+
+/** Runs the group loop over an already connected session pair; closes both moq sessions. */
+export async function moqGroups(
+  client: Session,
+  server: Session,
+  count: number,
+  size: number,
+  window: number,
+): Promise<Figures> {
+  const track = new TrackProducer({ cache: window * 2 });
+  const serverP = accept(server, { serve: () => track, maxGroupQueue: window * 2 });
+  const moqClient = await connect(client, { maxGroupQueue: window * 2 });
+  const moqServer = await serverP;
+  const payload = new Uint8Array(size).fill(7);
+  track.writeGroup(0, payload);
+  const it = moqClient.subscribe("bench", "data")[Symbol.asyncIterator]();
+  await it.next(); // group 0: the subscription is live
+  let received = 0;
+  let wake: (() => void) | undefined;
+  const reader = (async () => {
+    while (received < count) {
+      const r = await it.next();
+      if (r.done) break;
+      if (r.value.frames[0]?.length !== size) throw new Error("short group");
+      received++;
+      wake?.();
+    }
+  })();
+  const start = performance.now();
+  for (let seq = 1; seq <= count; seq++) {
+    while (seq - 1 - received >= window) await new Promise<void>((r) => (wake = r));
+    track.writeGroup(seq, payload);
+  }
+  await reader;
+  const seconds = (performance.now() - start) / 1000;
+  if (moqServer.stats.groupsSkipped > 0 || received !== count) {
+    throw new Error(`groups skipped: ${moqServer.stats.groupsSkipped}, received ${received}`);
+  }
+  await it.return?.();
+  moqClient.close(0, "");
+  moqServer.close(0, "");
+  return { perSecond: count / seconds, mbPerSecond: count * size / seconds / 1e6 };
+}
