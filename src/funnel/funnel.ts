@@ -10,7 +10,7 @@ import {
 } from "../ledger/mod.ts";
 import { consoleLogger, type Logger } from "../log/mod.ts";
 import { type LiveOptions, type LiveSide, startLive } from "./live/start.ts";
-import { funnelRoutes } from "./routes.ts";
+import { funnelHandler } from "./routes.ts";
 import { FunnelService } from "./service.ts";
 import type { RecordSink } from "./sink.ts";
 
@@ -88,7 +88,7 @@ export async function startFunnel(
       trackLimit: config.trackLimit,
       ...(deps.now ? { now: deps.now } : {}),
     });
-    const app = funnelRoutes({
+    const handler = funnelHandler({
       service,
       verifier,
       cors: config.cors,
@@ -96,7 +96,7 @@ export async function startFunnel(
       health: () => ({ ledger: backend.name }),
     });
     server = await startHttpServer(
-      (request, info) => app.fetch(request, { remoteAddr: info.remoteAddr }),
+      handler,
       {
         hostname: config.ingest.hostname,
         port: config.ingest.port,

@@ -10,7 +10,13 @@ export {
   type Poster,
   type PostOutcome,
 } from "./service.ts";
-export { type FunnelEnv, funnelRoutes, type FunnelRoutesOptions, trackPathOf } from "./routes.ts";
+export {
+  type FunnelEnv,
+  funnelHandler,
+  funnelRoutes,
+  type FunnelRoutesOptions,
+  trackPathOf,
+} from "./routes.ts";
 export type { RecordSink } from "./sink.ts";
 export {
   type LiveListener,

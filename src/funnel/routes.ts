@@ -77,20 +77,8 @@ export function funnelRoutes(options: FunnelRoutesOptions): Hono<FunnelEnv> {
     return { path, sender };
   };
 
-  app.post("/tracks/*", async (c) => {
-    const { path, sender } = await access(c, "post");
-    const key = c.req.header("idempotency-key");
-    if (key !== undefined) {
-      const problem = idempotencyKeyProblem(key);
-      if (problem) throw new HttpProblem(400, problem);
-    }
-    const payload = await readJsonBody(c.req.raw);
-    const limitKey = sender === undefined
-      ? `addr:${c.env?.remoteAddr?.hostname ?? ""}`
-      : `sub:${sender}`;
-    const outcome = await service.post(path, { sender, limitKey }, payload, key);
-    return committed(outcome, outcome.replayed ? { "idempotent-replayed": "true" } : {});
-  });
+  const post = trackPoster(options);
+  app.post("/tracks/*", (c) => post(c.req.raw, c.env?.remoteAddr));
 
   app.put("/tracks/*", async (c) => {
     const { path } = await access(c, "post");
@@ -122,15 +110,64 @@ export function funnelRoutes(options: FunnelRoutesOptions): Hono<FunnelEnv> {
     problemResponse(404, "No such endpoint; tracks live at /tracks/<broadcast path>/<track>")
   );
 
-  app.onError((error) => {
+  app.onError(errorAnswer(options));
+
+  return app;
+}
+
+/**
+ * The funnel's request handler for `Deno.serve`: {@link funnelRoutes}, with
+ * POSTs to tracks (the hot path, senders' records) answered directly
+ * instead of through the router, with the same answers.
+ */
+export function funnelHandler(
+  options: FunnelRoutesOptions,
+): (request: Request, info: { remoteAddr: Deno.NetAddr }) => Response | Promise<Response> {
+  const app = funnelRoutes(options);
+  const post = trackPoster(options);
+  const fail = errorAnswer(options);
+  // CORS headers are added by the router's middleware, so those requests take the router.
+  const direct = !(options.cors.any || options.cors.origins.size > 0);
+  return (request, info) => {
+    if (direct && request.method === "POST" && isTrackUrl(request.url)) {
+      return post(request, info.remoteAddr).catch(fail);
+    }
+    return app.fetch(request, { remoteAddr: info.remoteAddr });
+  };
+}
+
+/** POST on a track: validate, authorise, read the body, commit, answer 201. */
+function trackPoster(
+  options: FunnelRoutesOptions,
+): (request: Request, remoteAddr: Deno.NetAddr | undefined) => Promise<Response> {
+  const { service, verifier } = options;
+  return async (request, remoteAddr) => {
+    const path = trackPathOf(request.url);
+    const headers = request.headers;
+    const { sender } = await authorize(verifier, headers.get("authorization"), "post", path);
+    const key = headers.get("idempotency-key") ?? undefined;
+    if (key !== undefined) {
+      const problem = idempotencyKeyProblem(key);
+      if (problem) throw new HttpProblem(400, problem);
+    }
+    const payload = await readJsonBody(request);
+    const limitKey = sender === undefined ? `addr:${remoteAddr?.hostname ?? ""}` : `sub:${sender}`;
+    const outcome = await service.post(path, { sender, limitKey }, payload, key);
+    return committed(outcome, outcome.replayed ? REPLAYED : undefined);
+  };
+}
+
+const REPLAYED = { "idempotent-replayed": "true" };
+
+/** Problems become problem+json; anything else is logged and answered 500. */
+function errorAnswer(options: FunnelRoutesOptions): (error: unknown) => Response {
+  return (error) => {
     if (error instanceof HttpProblem) {
       return problemResponse(error.status, error.message, { ...error.headers });
     }
     options.logError?.("Request failed", error);
     return problemResponse(500, "The request failed inside the funnel; it has been logged");
-  });
-
-  return app;
+  };
 }
 
 /**
@@ -138,11 +175,7 @@ export function funnelRoutes(options: FunnelRoutesOptions): Hono<FunnelEnv> {
  * would resolve `..` and `%2e%2e` before we could refuse them.
  */
 export function trackPathOf(url: string): TrackPath {
-  const afterScheme = url.indexOf("://");
-  const pathStart = url.indexOf("/", afterScheme < 0 ? 0 : afterScheme + 3);
-  let raw = pathStart < 0 ? "/" : url.slice(pathStart);
-  const end = raw.search(/[?#]/);
-  if (end >= 0) raw = raw.slice(0, end);
+  const raw = rawPathOf(url);
   const prefix = "/tracks/";
   if (!raw.startsWith(prefix)) {
     throw new HttpProblem(404, "Tracks live at /tracks/<broadcast path>/<track>");
@@ -163,16 +196,31 @@ export function trackPathOf(url: string): TrackPath {
   return path;
 }
 
+/** The request target's path, exactly as sent (no dot-segment resolution or decoding). */
+function rawPathOf(url: string): string {
+  const afterScheme = url.indexOf("://");
+  const pathStart = url.indexOf("/", afterScheme < 0 ? 0 : afterScheme + 3);
+  const raw = pathStart < 0 ? "/" : url.slice(pathStart);
+  const end = raw.search(/[?#]/);
+  return end >= 0 ? raw.slice(0, end) : raw;
+}
+
+function isTrackUrl(url: string): boolean {
+  return rawPathOf(url).startsWith("/tracks/");
+}
+
 const PARSED_PATHS_MAX = 4096;
 const parsedPaths = new Map<string, TrackPath>();
 
 /** 201 with `{"group","wallclock"}`: the answer to a POST and to a DELETE that redacted. */
-function committed(answer: PostAnswer, headers: Record<string, string> = {}): Response {
+function committed(answer: PostAnswer, extra?: Record<string, string>): Response {
   return new Response(committedJson(answer.group, answer.wallclock), {
     status: 201,
-    headers: { "content-type": "application/json", ...headers },
+    headers: extra ? { ...JSON_TYPE, ...extra } : JSON_TYPE,
   });
 }
+
+const JSON_TYPE = { "content-type": "application/json" };
 
 function parseLimit(text: string | undefined): number {
   if (text === undefined) return DEFAULT_PAGE_LIMIT;

@@ -1,6 +1,7 @@
 import {
   entryGroup,
   type Ledger,
+  type LedgerEntry,
   LedgerError,
   parseGroupId,
   trackKey,
@@ -66,7 +67,7 @@ export class FunnelService {
     payload: string,
     idempotencyKey: string | undefined,
   ): Promise<PostOutcome> {
-    const track = await this.#track(path, true);
+    const track = this.#ledger.opened(path) ?? await this.#track(path, true);
     const cache = idempotencyKey === undefined ? undefined : await this.#keys(track);
     if (cache && idempotencyKey !== undefined) {
       const earlier = cache.get(poster.sender, idempotencyKey);
@@ -77,11 +78,17 @@ export class FunnelService {
       ...(poster.sender === undefined ? {} : { sender: poster.sender }),
       payload,
       ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
-    }).then((entry): PostAnswer => ({ group: entryGroup(entry), wallclock: entry.wallclock }));
+    });
     if (cache && idempotencyKey !== undefined) {
-      cache.remember(poster.sender, idempotencyKey, committing);
+      cache.remember(poster.sender, idempotencyKey, committing.then(answerOf));
     }
-    return { ...(await committing.catch(translate)), replayed: false };
+    let entry: LedgerEntry;
+    try {
+      entry = await committing;
+    } catch (error) {
+      return translate(error);
+    }
+    return { group: entryGroup(entry), wallclock: entry.wallclock, replayed: false };
   }
 
   /** Creates a track ahead of its first record; true when it did not exist before. */
@@ -191,11 +198,7 @@ export class FunnelService {
         const recent = await track.backend.readBefore(undefined, 1024);
         for (const entry of recent.reverse()) {
           if (entry.idempotencyKey === undefined) continue;
-          cache.remember(
-            entry.sender,
-            entry.idempotencyKey,
-            Promise.resolve({ group: entryGroup(entry), wallclock: entry.wallclock }),
-          );
+          cache.remember(entry.sender, entry.idempotencyKey, Promise.resolve(answerOf(entry)));
         }
         return cache;
       })();
@@ -204,6 +207,10 @@ export class FunnelService {
     }
     return loading.catch(translate);
   }
+}
+
+function answerOf(entry: LedgerEntry): PostAnswer {
+  return { group: entryGroup(entry), wallclock: entry.wallclock };
 }
 
 function parseBefore(text: string) {

@@ -28,6 +28,9 @@ export class Ledger {
   readonly #maxBatch: number;
   readonly #onCommit: CommitListener | undefined;
   readonly #open = new Map<string, Promise<TrackLedger>>();
+  // The same, settled, by path object: the HTTP layer reuses one path per
+  // track URL, so the hot path finds its ledger without a key or an await.
+  readonly #ready = new WeakMap<TrackPath, TrackLedger>();
 
   /** Wraps a backend. */
   constructor(backend: LedgerBackend, options: LedgerOptions = {}) {
@@ -42,9 +45,15 @@ export class Ledger {
    * durably; without it an absent track resolves undefined.
    */
   async track(path: TrackPath, create: boolean): Promise<TrackLedger | undefined> {
+    const ready = this.#ready.get(path);
+    if (ready) return ready;
     const key = trackKey(path);
     const cached = this.#open.get(key);
-    if (cached) return await cached;
+    if (cached) {
+      const ledger = await cached;
+      this.#ready.set(path, ledger);
+      return ledger;
+    }
     const backend = await this.backend.openTrack(path, create);
     if (!backend) return undefined;
     // Another caller may have opened it while we awaited; keep the first.
@@ -54,6 +63,11 @@ export class Ledger {
     this.#open.set(key, opening);
     opening.catch(() => this.#open.delete(key));
     return await opening;
+  }
+
+  /** The ledger of a track already opened through this path object, without waiting. */
+  opened(path: TrackPath): TrackLedger | undefined {
+    return this.#ready.get(path);
   }
 
   /** Every track recorded in the backend (one pass). */

@@ -30,6 +30,7 @@ export {
 } from "./session/mod.ts";
 export {
   CachedGroup,
+  type GroupFrames,
   TrackCursor,
   TrackProducer,
   type TrackProducerOptions,

@@ -22,25 +22,39 @@ export interface WriteGroupOptions {
   readonly timestamp?: number;
 }
 
+/** A group's frames, or a function that makes them the first time they are read. */
+export type GroupFrames =
+  | Uint8Array
+  | readonly Uint8Array[]
+  | (() => Uint8Array | readonly Uint8Array[]);
+
 /** One group held by a producer; its frame bytes are encoded once per version. */
 export class CachedGroup {
   /** Absolute group sequence. */
   readonly sequence: number;
-  /** The frames. */
-  readonly frames: readonly Uint8Array[];
   /** Timestamp in the track timescale. */
   readonly timestamp: number;
   /** Position in the producer's write order. */
   readonly index: number;
+  #frames: GroupFrames;
   #v04: Uint8Array<ArrayBuffer> | undefined;
   #v05: Uint8Array<ArrayBuffer> | undefined;
 
-  /** Makes a group. */
-  constructor(sequence: number, frames: readonly Uint8Array[], timestamp: number, index: number) {
+  /** Makes a group; frames given as a function are made on first read. */
+  constructor(sequence: number, frames: GroupFrames, timestamp: number, index: number) {
     this.sequence = sequence;
-    this.frames = frames;
+    this.#frames = frames;
     this.timestamp = timestamp;
     this.index = index;
+  }
+
+  /** The frames. */
+  get frames(): readonly Uint8Array[] {
+    let frames = this.#frames;
+    if (typeof frames === "function") frames = frames();
+    if (frames instanceof Uint8Array) frames = [frames];
+    this.#frames = frames;
+    return frames;
   }
 
   /** Total payload bytes. */
@@ -79,8 +93,9 @@ export class TrackProducer {
   #written = 0;
   #latest: CachedGroup | undefined;
   #closed = false;
-  #changed: Promise<void>;
-  #notify!: () => void;
+  // Armed only while someone waits, so a write nobody awaits allocates nothing.
+  #changed: Promise<void> | undefined;
+  #notify: (() => void) | undefined;
   #cursors = 0;
   readonly #waiters = new Set<() => void>();
   #stale = 0;
@@ -103,19 +118,14 @@ export class TrackProducer {
     }
     this.#cacheSize = Math.max(1, options.cache ?? 32);
     this.#clock = options.clock ?? Date.now;
-    this.#changed = this.#arm();
-  }
-
-  #arm(): Promise<void> {
-    return new Promise((resolve) => {
-      this.#notify = resolve;
-    });
   }
 
   #signal(): void {
     const notify = this.#notify;
-    this.#changed = this.#arm();
-    notify();
+    this.#changed = undefined;
+    this.#notify = undefined;
+    notify?.();
+    if (this.#waiters.size === 0) return;
     const waiters = [...this.#waiters];
     this.#waiters.clear();
     for (const w of waiters) w();
@@ -123,7 +133,7 @@ export class TrackProducer {
 
   /** @internal Resolves at the next write or close, or when `signal` aborts (no leftover listeners). */
   _waitChange(signal?: AbortSignal): Promise<void> {
-    if (!signal) return this.#changed;
+    if (!signal) return this._changed;
     return new Promise<void>((resolve) => {
       if (signal.aborted) return resolve();
       const done = (): void => {
@@ -159,11 +169,12 @@ export class TrackProducer {
   /**
    * Appends a group. Sequences must increase; a sequence at or below the
    * latest is refused (returns false) so late duplicates never reach
-   * subscribers twice.
+   * subscribers twice. Frames given as a function are made when a
+   * subscriber first reads the group, so groups nobody reads cost no encoding.
    */
   writeGroup(
     sequence: number,
-    frames: Uint8Array | readonly Uint8Array[],
+    frames: GroupFrames,
     options: WriteGroupOptions = {},
   ): boolean {
     if (this.#closed) throw new TypeError("Cannot write a group: the track is closed");
@@ -174,10 +185,9 @@ export class TrackProducer {
       this.#stale++;
       return false;
     }
-    const list = frames instanceof Uint8Array ? [frames] : frames;
     const timestamp = options.timestamp ??
       Math.max(0, Math.round(this.#clock() * this.info.timescale / 1000));
-    const group = new CachedGroup(sequence, list, timestamp, this.#written++);
+    const group = new CachedGroup(sequence, frames, timestamp, this.#written++);
     this.#ring.push(group);
     if (this.#ring.length > this.#cacheSize) this.#ring.shift();
     this.#latest = group;
@@ -231,7 +241,9 @@ export class TrackProducer {
 
   /** @internal */
   get _changed(): Promise<void> {
-    return this.#changed;
+    return this.#changed ??= new Promise((resolve) => {
+      this.#notify = resolve;
+    });
   }
 }
 

@@ -44,6 +44,34 @@ Deno.test("POST refuses bodies that are not exactly one UTF-8 JSON value", async
   assert.equal(history.status, 404, "nothing was stored, so the track was never created");
 });
 
+Deno.test("POST stores short and long, ASCII and non-ASCII bodies exactly as sent", async () => {
+  await using t = await startTestFunnel();
+  const bodies = [
+    '{"t":"plain ascii"}',
+    '{"t":"caf\\u00e9 é 👍"}',
+    JSON.stringify({ t: "a".repeat(2000) }),
+    JSON.stringify({ t: "ü".repeat(2000) }),
+    '"\\u0000 escaped control"',
+  ];
+  for (const body of bodies) {
+    assert.equal((await call(t.base, "POST", TRACK, { body })).status, 201);
+  }
+  // Invalid UTF-8 is refused on both decoding paths (short, and past 512 bytes).
+  for (const size of [4, 2000]) {
+    const bytes = new Uint8Array(size).fill(0x61);
+    bytes[0] = 0x22;
+    bytes[size - 1] = 0x22;
+    bytes[size >> 1] = 0xc3; // a lead byte with no continuation
+    assertProblem(await call(t.base, "POST", TRACK, { body: bytes }), 400);
+  }
+  const history = await call(t.base, "GET", TRACK);
+  const raw = history.text;
+  for (const body of bodies) {
+    assert.ok(raw.includes(`"payload":${body}`), `stored verbatim: ${body.slice(0, 30)}`);
+  }
+  assert.equal(history.json.records.length, bodies.length);
+});
+
 Deno.test("POST accepts 64 KiB and answers 413 above it", async () => {
   await using t = await startTestFunnel();
   const exact = JSON.stringify("x".repeat(64 * 1024 - 2));

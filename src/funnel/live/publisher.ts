@@ -150,7 +150,8 @@ export class LivePublisher implements RecordSink {
 
 function write(track: TrackProducer, entry: LedgerEntry): void {
   // The ledger's commit time (ns) becomes the group timestamp in the track's ms timescale.
-  track.writeGroup(entry.seq + 1, encoder.encode(entryFrame(entry)), {
+  // Encoded on first read: with no subscriber a commit costs no JSON or bytes here.
+  track.writeGroup(entry.seq + 1, () => encoder.encode(entryFrame(entry)), {
     timestamp: Number(entry.wallclock / 1_000_000n),
   });
 }
