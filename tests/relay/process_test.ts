@@ -47,6 +47,39 @@ Deno.test("sluice relay runs from the environment, applies RELAY_SEMI_SPACE_MB a
   assert.ok(p.lines.some((l) => l.includes("relay: stopping (SIGTERM)")));
 });
 
+Deno.test("sluice relay with RELAY_ADDR port 0 serves UDP and TCP on one picked port and prints it", async () => {
+  const dir = await Deno.makeTempDir();
+  const c = await devCert();
+  await Deno.writeTextFile(`${dir}/cert.pem`, c.certPem);
+  await Deno.writeTextFile(`${dir}/key.pem`, c.keyPem);
+  const p = spawnRelay({
+    RELAY_ADDR: "127.0.0.1:0",
+    CERT_FILE: `${dir}/cert.pem`,
+    KEY_FILE: `${dir}/key.pem`,
+  }, dir);
+  const http = Deno.createHttpClient({ caCerts: [c.certPem] });
+  try {
+    await until(() => p.lines.some((l) => l.includes("relay: listening")), "relay to listen");
+    const line = p.lines.find((l) => l.includes("relay: listening"))!;
+    const port = Number(/listening on 127\.0\.0\.1:(\d+) /.exec(line)?.[1]);
+    assert.ok(port > 0, line);
+    const health = await fetch(`https://localhost:${port}/health`, { client: http });
+    assert.equal(health.status, 200);
+    await health.body?.cancel();
+    const session = await connectQuicSession(new URL(`moqt://localhost:${port}/`), {
+      serverCertificateHashes: [{ algorithm: "sha-256", value: c.sha256 }],
+    });
+    const moq = await connect(session);
+    moq.close(0, "");
+  } finally {
+    p.child.kill("SIGTERM");
+    await p.child.status;
+    await p.done;
+    http.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("sluice relay without certificate files serves a generated one and logs its SHA-256", async () => {
   const dir = await Deno.makeTempDir();
   const port = freeUdpTcpPort();
