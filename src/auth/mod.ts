@@ -45,7 +45,7 @@ export {
   type Scope,
 } from "./scope.ts";
 export { type CredentialClaims, MAX_LIFETIME_SECONDS, parseClaims } from "./claims.ts";
-export { type Grant, unrestrictedGrant } from "./grant.ts";
+export { type Grant, ScopedGrant, unrestrictedGrant } from "./grant.ts";
 export { requireAllowed } from "./authorize.ts";
 export { prefixCovers } from "./path.ts";
 export {

@@ -79,7 +79,7 @@ export async function startFunnel(
       );
     }
     live = await startLive(config, verifier, log, deps.live);
-    sink = deps.sink ? fanOut(live.publisher, deps.sink) : live.publisher;
+    sink = deps.sink ? fanOut(live.sink, deps.sink) : live.sink;
     await restoreTracks(ledger, sink);
     const service = new FunnelService({
       ledger,

@@ -30,8 +30,8 @@ Deno.test("PUT then POSTs: waiting subscribers (ours over QUIC and WebTransport,
     await Promise.all(subs.map((s) => s.ready));
     const netSub = net.consume(Net.Path.from("room/1")).track("chat").subscribe({});
     // @moq/net subscribes in the background: post once all four are being served.
-    const producer = f.funnel.live.publisher.producer("room/1", "chat")!;
-    await until(() => producer.subscribers === 4, "four subscribers");
+    const listener = f.funnel.live.listener!;
+    await until(async () => await listener.subscribers("room/1", "chat") === 4, "four subscribers");
 
     const bodies = ['{"text":"hello"}', "42", '"third"', '[1,{"a":null}]'];
     const groups: string[] = [];

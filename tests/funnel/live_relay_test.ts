@@ -317,8 +317,11 @@ Deno.test("Through sluice relay with the credential in RELAY_URL: @moq/net subsc
     assert.ok(delays.some((ms) => ms > 890_000 && ms <= 900_000), `expiry timer (${delays})`);
     await post(f.base, "room/1/chat", '"a"');
     const directSub = direct.subscribe("room/1", "chat");
-    const producer = f.funnel.live.publisher.producer("room/1", "chat")!;
-    await until(() => producer.subscribers === 1, "the direct subscription");
+    const listener = f.funnel.live.listener!;
+    await until(
+      async () => await listener.subscribers("room/1", "chat") === 1,
+      "the direct subscription",
+    );
     // Our own client on the relay tells when the funnel's broadcast is routed there.
     const watcher = await relaySubscriber(fx.port, await fx.subscriberToken());
     watcher.close(0, "");

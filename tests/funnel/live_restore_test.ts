@@ -53,7 +53,7 @@ async function restartScenario(
     const empty = moq.subscribe("room/2", "empty");
     await empty.ready;
     await until(
-      () => f.funnel.live.publisher.producer("room/2", "empty")?.subscribers === 1,
+      async () => await f.funnel.live.listener!.subscribers("room/2", "empty") === 1,
       "the waiting subscription",
     );
     await post(f.base, "room/2/empty", '"first"');
@@ -98,7 +98,7 @@ Deno.test("A subscriber that stops reading neither delays commits nor other subs
     const stalledSub = stalled.subscribe("room/1", "chat");
     await Promise.all([fastSub.ready, stalledSub.ready]);
     await until(
-      () => f.funnel.live.publisher.producer("room/1", "chat")?.subscribers === 2,
+      async () => await f.funnel.live.listener!.subscribers("room/1", "chat") === 2,
       "both subscriptions",
     );
     const fastIt = fastSub[Symbol.asyncIterator]();

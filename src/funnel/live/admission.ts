@@ -1,4 +1,7 @@
 import { AuthError, type Grant, type Verifier } from "../../auth/mod.ts";
+
+/** What admission needs of a verifier: checking one credential. */
+export type CredentialCheck = Pick<Verifier, "verify">;
 import { originAllowed, type OriginPolicy } from "../../http/mod.ts";
 import {
   type Admission as WtAdmission,
@@ -14,7 +17,7 @@ import {
  */
 export async function admitSubscriber(
   url: URL | undefined,
-  verifier: Verifier | undefined,
+  verifier: CredentialCheck | undefined,
 ): Promise<Grant | undefined> {
   if (verifier === undefined) return undefined;
   const token = url?.searchParams.get("jwt") ?? "";
@@ -45,7 +48,7 @@ export function mayRead(grant: Grant | undefined, broadcast: string, track?: str
  */
 export function webTransportAdmission(
   cors: OriginPolicy,
-  verifier: Verifier | undefined,
+  verifier: CredentialCheck | undefined,
 ): (request: WebTransportRequest) => Promise<WtAdmission> {
   return async (request) => {
     const protocol = chooseProtocol(request.protocols);

@@ -1,10 +1,15 @@
-import type { Grant, Verifier } from "../../auth/mod.ts";
+import type { Grant } from "../../auth/mod.ts";
 import type { OriginPolicy } from "../../http/mod.ts";
 import type { Logger } from "../../log/mod.ts";
 import { accept, MoqError, type MoqSession } from "../../moq/mod.ts";
 import { listen } from "../../transport/listener.ts";
 import type { Session } from "../../transport/mod.ts";
-import { admitSubscriber, mayRead, webTransportAdmission } from "./admission.ts";
+import {
+  admitSubscriber,
+  type CredentialCheck,
+  mayRead,
+  webTransportAdmission,
+} from "./admission.ts";
 import type { LivePublisher } from "./publisher.ts";
 
 /** Options of {@linkcode startLiveListener}. */
@@ -20,13 +25,15 @@ export interface LiveListenerOptions {
   /** The tracks to serve. */
   readonly publisher: LivePublisher;
   /** Credential verifier; undefined admits every subscriber. */
-  readonly verifier: Verifier | undefined;
+  readonly verifier: CredentialCheck | undefined;
   /** CORS_ALLOWED_ORIGINS, applied to WebTransport's Origin. */
   readonly cors: OriginPolicy;
   /** Where session events go. */
   readonly log: Logger;
   /** Per-subscriber queue bound in groups before it skips to the latest (default 32). */
   readonly maxGroupQueue?: number;
+  /** Told the number of open sessions whenever it changes. */
+  readonly onSessions?: (count: number) => void;
 }
 
 /** A running MoQ listener. */
@@ -96,9 +103,11 @@ export async function startLiveListener(options: LiveListenerOptions): Promise<L
       return;
     }
     live.add(moq);
+    options.onSessions?.(live.size);
     log.debug(`MoQ subscriber ${moq.remote} connected (${session.transport}, ${moq.version})`);
     const info = await moq.closed;
     live.delete(moq);
+    options.onSessions?.(live.size);
     log.debug(
       `MoQ subscriber ${moq.remote} left (${info.code}${info.reason ? ` ${info.reason}` : ""})`,
     );

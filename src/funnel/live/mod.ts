@@ -7,7 +7,12 @@
  *   groups (or its session's queue) behind skips to the latest record, so a
  *   slow subscriber never holds back commits or other subscribers. History
  *   (HTTP GET) has everything it skipped.
- * - Own listener: with a key set, a session needs a credential (`jwt` query
+ * - Own listener: it runs in a Worker fed with every created track and
+ *   committed batch in commit order, so delivering to many subscribers
+ *   never takes the main thread from HTTP and commits. Credentials are
+ *   still checked by the main thread's one verifier. A fault inside the
+ *   worker ends the listener (logged), never the funnel.
+ * - Own listener admission: with a key set, a session needs a credential (`jwt` query
  *   parameter) holding a fetch or subscribe scope somewhere; each
  *   subscription and announcement is then checked against those scopes
  *   (either action reads). The session URL's path is not a root: broadcast
@@ -38,5 +43,10 @@ export {
   type RelayState,
 } from "./relay_client.ts";
 export { type LiveOptions, type LiveSide, startLive } from "./start.ts";
-export { admitSubscriber, mayRead } from "./admission.ts";
+export {
+  startWorkerListener,
+  type WorkerListener,
+  type WorkerListenerOptions,
+} from "./worker_listener.ts";
+export { admitSubscriber, type CredentialCheck, mayRead } from "./admission.ts";
 export { type ListenerTls, loadListenerTls, type LoadListenerTlsOptions } from "./tls.ts";

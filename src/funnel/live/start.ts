@@ -2,10 +2,11 @@ import { readSigner, type Verifier } from "../../auth/mod.ts";
 import { toHex } from "../../certs/mod.ts";
 import { describeRelayUrl, type FunnelConfig } from "../../config/funnel.ts";
 import type { Logger } from "../../log/mod.ts";
-import { type LiveListener, startLiveListener } from "./listener.ts";
 import { LivePublisher } from "./publisher.ts";
 import { type RedialTimers, RelayClient, type RelayState } from "./relay_client.ts";
 import { loadListenerTls } from "./tls.ts";
+import type { RecordSink } from "../sink.ts";
+import { startWorkerListener, type WorkerListener } from "./worker_listener.ts";
 
 /** Knobs tests and embedders may turn on the live side; the defaults follow the spec. */
 export interface LiveOptions {
@@ -29,10 +30,12 @@ export interface LiveOptions {
 
 /** The funnel's running live side. */
 export interface LiveSide {
-  /** Where committed records go. */
+  /** Where committed records go: the publisher and, when serving, the own listener. */
+  readonly sink: RecordSink;
+  /** The tracks as published through the relay session. */
   readonly publisher: LivePublisher;
-  /** The own MoQ listener, when serving. */
-  readonly listener: LiveListener | undefined;
+  /** The own MoQ listener (in its own worker), when serving. */
+  readonly listener: WorkerListener | undefined;
   /** The relay session, when RELAY_URL is set. */
   readonly relay: RelayClient | undefined;
   /** Summary value of the Relay line. */
@@ -61,7 +64,7 @@ export async function startLive(
   const publisher = new LivePublisher({
     onError: (error) => log.error("Publishing a committed record failed", error),
   });
-  let listener: LiveListener | undefined;
+  let listener: WorkerListener | undefined;
   let serveLine = "none";
   let relay: RelayClient | undefined;
   let relayLine = "none";
@@ -117,12 +120,11 @@ export async function startLive(
         defaultCertificate: config.defaultCertificate,
         log: (line) => log.warn(line),
       });
-      listener = await startLiveListener({
+      listener = await startWorkerListener({
         hostname: config.serve.hostname,
         port: config.serve.port,
         certPem: tls.certPem,
         keyPem: tls.keyPem,
-        publisher,
         verifier,
         cors: config.cors,
         log,
@@ -141,7 +143,21 @@ export async function startLive(
     throw error;
   }
   const running = relay;
+  const served = listener;
+  const sink: RecordSink = served
+    ? {
+      trackCreated: (path, newest) => {
+        publisher.trackCreated(path, newest);
+        served.trackCreated(path, newest);
+      },
+      committed: (path, entries) => {
+        publisher.committed(path, entries);
+        served.committed(path, entries);
+      },
+    }
+    : publisher;
   return {
+    sink,
     publisher,
     listener,
     relay,

@@ -1,0 +1,128 @@
+// The funnel's own MoQ listener, running in a Worker so that delivering
+// groups to many subscribers never competes with the HTTP commit path for
+// the main thread. It keeps its own copy of the live tracks, fed in commit
+// order by the main thread, and asks the main thread to check credentials
+// (the one verifier and key source live there).
+import { AuthError, type Grant, ScopedGrant } from "../../auth/mod.ts";
+import type { TrackPath } from "../../ledger/mod.ts";
+import type { Logger, LogLevel } from "../../log/mod.ts";
+import type { CredentialCheck } from "./admission.ts";
+import { type LiveListener, startLiveListener } from "./listener.ts";
+import { LivePublisher } from "./publisher.ts";
+import type { FromListener, ToListener, WireTrack } from "./worker_messages.ts";
+
+interface WorkerScope {
+  postMessage(message: FromListener): void;
+  onmessage: ((event: MessageEvent<ToListener>) => void) | null;
+  close(): void;
+}
+
+const scope = self as unknown as WorkerScope;
+const post = (message: FromListener): void => scope.postMessage(message);
+
+const logAt = (level: LogLevel) => (message: string, error?: unknown): void => {
+  const detail = error === undefined
+    ? ""
+    : `: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`;
+  post({ type: "log", level, message: message + detail });
+};
+const log: Logger = {
+  error: logAt("error"),
+  warn: logAt("warn"),
+  info: logAt("info"),
+  debug: logAt("debug"),
+};
+
+const publisher = new LivePublisher({
+  onError: (error) => log.error("Publishing a committed record failed", error),
+});
+// One path object per track, so the publisher's per-path cache keeps hitting.
+const paths = new Map<string, TrackPath>();
+const verifications = new Map<number, (answer: ToListener & { type: "verified" }) => void>();
+let nextVerification = 0;
+let listener: LiveListener | undefined;
+
+/** Credentials are checked by the main thread's verifier; the grant is rebuilt here. */
+const remoteCheck: CredentialCheck = {
+  verify: (token) =>
+    new Promise<Grant>((resolve, reject) => {
+      const id = nextVerification++;
+      verifications.set(id, (answer) => {
+        if (answer.grant) {
+          const g = answer.grant;
+          resolve(new ScopedGrant(g.scopes, g.expiresAt, g.sub, g.keyPrefix));
+        } else {
+          const refusal = answer.refusal ?? { code: "malformed", message: "Not verified" };
+          reject(new AuthError(refusal.code, refusal.message));
+        }
+      });
+      post({ type: "verify", id, token });
+    }),
+};
+
+function pathOf(track: WireTrack): TrackPath {
+  const key = `${track.broadcast.join("/")}\u0000${track.track}`;
+  let path = paths.get(key);
+  if (!path) {
+    path = { broadcast: track.broadcast, track: track.track };
+    paths.set(key, path);
+  }
+  return path;
+}
+
+async function start(message: ToListener & { type: "start" }): Promise<void> {
+  try {
+    listener = await startLiveListener({
+      hostname: message.hostname,
+      port: message.port,
+      certPem: message.certPem,
+      keyPem: message.keyPem,
+      publisher,
+      verifier: message.checkCredentials ? remoteCheck : undefined,
+      cors: message.corsAny ? { any: true } : { any: false, origins: new Set(message.corsOrigins) },
+      log,
+      maxGroupQueue: message.maxGroupQueue,
+      onSessions: (count) => post({ type: "sessions", count }),
+    });
+    post({ type: "listening", hostname: listener.addr.hostname, port: listener.addr.port });
+  } catch (error) {
+    post({ type: "failed", message: error instanceof Error ? error.message : String(error) });
+  }
+}
+
+async function stop(): Promise<void> {
+  await listener?.stop();
+  publisher.close();
+  post({ type: "stopped" });
+  scope.close();
+}
+
+scope.onmessage = (event) => {
+  const message = event.data;
+  switch (message.type) {
+    case "records":
+      for (const item of message.items) {
+        const path = pathOf(item.track);
+        if (item.created) publisher.trackCreated(path, item.entries[0]);
+        else publisher.committed(path, item.entries);
+      }
+      return;
+    case "verified":
+      verifications.get(message.id)?.(message);
+      verifications.delete(message.id);
+      return;
+    case "subscribers":
+      post({
+        type: "subscribers",
+        id: message.id,
+        count: publisher.producer(message.broadcast, message.track)?.subscribers,
+      });
+      return;
+    case "start":
+      void start(message);
+      return;
+    case "stop":
+      void stop();
+      return;
+  }
+};
