@@ -9,7 +9,12 @@ import type { Logger, LogLevel } from "../../log/mod.ts";
 import type { CredentialCheck } from "./admission.ts";
 import { type LiveListener, startLiveListener } from "./listener.ts";
 import { LivePublisher } from "./publisher.ts";
-import type { FromListener, ToListener, WireTrack } from "./worker_messages.ts";
+import {
+  type FromListener,
+  type ToListener,
+  type WireTrack,
+  WORKER_TRACK_CACHE,
+} from "./worker_messages.ts";
 
 interface WorkerScope {
   postMessage(message: FromListener): void;
@@ -34,6 +39,7 @@ const log: Logger = {
 };
 
 const publisher = new LivePublisher({
+  cache: WORKER_TRACK_CACHE,
   onError: (error) => log.error("Publishing a committed record failed", error),
 });
 // One path object per track, so the publisher's per-path cache keeps hitting.
@@ -106,6 +112,7 @@ scope.onmessage = (event) => {
         if (item.created) publisher.trackCreated(path, item.entries[0]);
         else publisher.committed(path, item.entries);
       }
+      post({ type: "applied" });
       return;
     case "verified":
       verifications.get(message.id)?.(message);

@@ -5,7 +5,12 @@ import type { Logger } from "../../log/mod.ts";
 import type { RecordSink } from "../sink.ts";
 import type { CredentialCheck } from "./admission.ts";
 import type { LiveListener } from "./listener.ts";
-import type { FromListener, RecordItem, ToListener } from "./worker_messages.ts";
+import {
+  type FromListener,
+  type RecordItem,
+  type ToListener,
+  WORKER_TRACK_CACHE,
+} from "./worker_messages.ts";
 
 /** Options of {@linkcode startWorkerListener}. */
 export interface WorkerListenerOptions {
@@ -41,7 +46,7 @@ const STOP_GRACE_MS = 5000;
  * runs on its own thread, so however many subscribers there are, they never
  * take the main thread from HTTP and commits. Committed records reach it
  * in commit order through this object's {@linkcode RecordSink} calls,
- * batched per microtask checkpoint. Credentials are checked here, with the
+ * batched while the worker applies the previous batch. Credentials are checked here, with the
  * funnel's one verifier.
  *
  * @example
@@ -61,6 +66,11 @@ export function startWorkerListener(options: WorkerListenerOptions): Promise<Wor
   let dead = false;
   let queued: RecordItem[] = [];
   let flushing = false;
+  // Without subscribers, one records message in flight at a time: commits
+  // gather while the worker applies the last batch, which keeps the HTTP path
+  // cheap. With subscribers, every microtask checkpoint sends what it has, so
+  // the worker never receives a burst it would have to skip its subscribers over.
+  let inFlight = false;
   const counts = new Map<number, (count: number | undefined) => void>();
   let nextCount = 0;
   let stopped: (() => void) | undefined;
@@ -115,6 +125,10 @@ export function startWorkerListener(options: WorkerListenerOptions): Promise<Wor
       case "sessions":
         sessions = message.count;
         return;
+      case "applied":
+        inFlight = false;
+        if (queued.length > 0) flush();
+        return;
       case "stopped":
         stopped?.();
         return;
@@ -134,20 +148,36 @@ export function startWorkerListener(options: WorkerListenerOptions): Promise<Wor
 
   const flush = (): void => {
     flushing = false;
-    if (dead || queued.length === 0) return;
+    if (dead || (inFlight && sessions === 0) || queued.length === 0) return;
     const items = queued;
     queued = [];
+    lastPath = undefined;
+    lastEntries = undefined;
+    inFlight = true;
     send({ type: "records", items });
   };
-  const enqueue = (item: RecordItem): void => {
+  // Consecutive commits of one track travel as one item: its path is copied once per batch.
+  let lastPath: TrackPath | undefined;
+  let lastEntries: LedgerEntry[] | undefined;
+  const enqueue = (path: TrackPath, created: boolean, entries: readonly LedgerEntry[]): void => {
     if (dead) return;
-    queued.push(item);
-    if (!flushing) {
+    if (!created && path === lastPath && lastEntries && queued.length > 0) {
+      for (const entry of entries) lastEntries.push(entry);
+    } else {
+      const copy = [...entries];
+      queued.push({
+        track: { broadcast: path.broadcast, track: path.track },
+        created,
+        entries: copy,
+      });
+      lastPath = created ? undefined : path;
+      lastEntries = created ? undefined : copy;
+    }
+    if (!flushing && (!inFlight || sessions > 0)) {
       flushing = true;
       queueMicrotask(flush);
     }
   };
-  const wire = (path: TrackPath) => ({ broadcast: path.broadcast, track: path.track });
 
   send({
     type: "start",
@@ -158,13 +188,14 @@ export function startWorkerListener(options: WorkerListenerOptions): Promise<Wor
     corsAny: options.cors.any,
     corsOrigins: options.cors.any ? [] : [...options.cors.origins],
     checkCredentials: verifier !== undefined,
-    maxGroupQueue: options.maxGroupQueue ?? 32,
+    maxGroupQueue: options.maxGroupQueue ?? WORKER_TRACK_CACHE,
   });
 
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> =>
     stopping ??= (async () => {
       if (!dead) {
+        inFlight = false; // messages stay ordered: the worker applies these before stopping
         flush();
         const done = new Promise<void>((resolve) => (stopped = resolve));
         send({ type: "stop" });
@@ -188,9 +219,9 @@ export function startWorkerListener(options: WorkerListenerOptions): Promise<Wor
         return sessions;
       },
       trackCreated: (path: TrackPath, newest: LedgerEntry | undefined) =>
-        enqueue({ track: wire(path), created: true, entries: newest ? [newest] : [] }),
+        enqueue(path, true, newest ? [newest] : []),
       committed: (path: TrackPath, entries: readonly LedgerEntry[]) =>
-        enqueue({ track: wire(path), created: false, entries }),
+        enqueue(path, false, entries),
       subscribers: (broadcast: string, track: string) =>
         dead ? Promise.resolve(undefined) : new Promise((resolve) => {
           const id = nextCount++;

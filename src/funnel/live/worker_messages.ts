@@ -5,6 +5,13 @@ import type { AuthErrorCode, Scope } from "../../auth/mod.ts";
 import type { LedgerEntry } from "../../ledger/mod.ts";
 import type { LogLevel } from "../../log/mod.ts";
 
+/**
+ * Groups kept per track in the worker (and a subscriber's queue bound, by default):
+ * more than the in-thread publisher's 32, so a worker descheduled for a few
+ * tens of milliseconds catches up instead of skipping its subscribers ahead.
+ */
+export const WORKER_TRACK_CACHE = 64;
+
 /** A track as it crosses to the worker. */
 export interface WireTrack {
   readonly broadcast: readonly string[];
@@ -63,4 +70,6 @@ export type FromListener =
   | { readonly type: "log"; readonly level: LogLevel; readonly message: string }
   | { readonly type: "subscribers"; readonly id: number; readonly count: number | undefined }
   | { readonly type: "sessions"; readonly count: number }
+  /** A records message was applied; the next one may be sent. */
+  | { readonly type: "applied" }
   | { readonly type: "stopped" };
