@@ -48,8 +48,9 @@ async function subscriberRole(): Promise<void> {
   const certPem = await Deno.readTextFile(values.cert);
   const decoder = new TextDecoder();
   const sessions: MoqSession[] = [];
-  const samples: number[] = [];
-  let received = 0;
+  // Every record's number and latency; the measured window is cut at report
+  // time, so a record that overtakes the "measure" command is still counted.
+  const seen: { n: number; latency: number }[] = [];
   let firstMeasured = Infinity;
   const ready: Promise<void>[] = [];
   for (let i = 0; i < n; i++) {
@@ -72,10 +73,7 @@ async function subscriberRole(): Promise<void> {
             const text = decoder.decode(group.frames[0]);
             const m = /"t":([0-9.]+),"n":(\d+)/.exec(text);
             const t = Number(m?.[1]);
-            if (Number(m?.[2]) >= firstMeasured) {
-              samples.push(nowMs() - t);
-              received++;
-            }
+            seen.push({ n: Number(m?.[2]), latency: nowMs() - t });
           }
         })().catch(() => {});
         return;
@@ -89,7 +87,10 @@ async function subscriberRole(): Promise<void> {
     const measure = /measure (\d+)/.exec(line);
     if (measure) firstMeasured = Number(measure[1]);
     if (line.includes("report")) {
-      console.log(`REPORT ${JSON.stringify({ received, samples: summarize(samples) })}`);
+      const samples = seen.filter((r) => r.n >= firstMeasured).map((r) => r.latency);
+      console.log(
+        `REPORT ${JSON.stringify({ received: samples.length, samples: summarize(samples) })}`,
+      );
       for (const s of sessions) s.close(0, "");
       return;
     }
@@ -237,12 +238,14 @@ async function run(via: "listener" | "relay", dir: string): Promise<void> {
     };
     const inflight = new Set<Promise<void>>();
     let measuring = false;
+    let firstMeasured = total + 1;
     const postTimes: number[] = [];
     while (sent < total) {
       const due = Math.min(total, Math.floor((nowMs() - start) * rate / 1000));
       if (!measuring && sent >= rate * warmup) {
         measuring = true;
-        await subs.write(`measure ${sent + 1}\n`);
+        firstMeasured = sent + 1;
+        await subs.write(`measure ${firstMeasured}\n`);
       }
       while (sent < due) {
         sent++;
@@ -267,7 +270,7 @@ async function run(via: "listener" | "relay", dir: string): Promise<void> {
     await new Promise((r) => setTimeout(r, 200));
     await subs.write("report\n");
     const report = JSON.parse((await subs.waitFor(/^REPORT (.*)$/))[1]!);
-    const expected = (total - Math.round(rate * warmup)) * n;
+    const expected = (total - firstMeasured + 1) * n;
     const elapsed = (nowMs() - start) / 1000;
     const ms = (v: number | null) => (typeof v === "number" ? `${v.toFixed(2)} ms` : "n/a");
     console.log(
