@@ -12,7 +12,7 @@ import { consoleLogger, type Logger } from "../log/mod.ts";
 import { type LiveOptions, type LiveSide, startLive } from "./live/start.ts";
 import { funnelHandler } from "./routes.ts";
 import { FunnelService } from "./service.ts";
-import type { RecordSink } from "./sink.ts";
+import { fanOut, type RecordSink } from "./sink.ts";
 
 /** Things a test or embedder may supply instead of the defaults. */
 export interface FunnelDependencies {
@@ -145,19 +145,6 @@ async function restoreTracks(ledger: Ledger, sink: RecordSink): Promise<void> {
     const track = await ledger.track(path, false);
     if (track) sink.trackCreated(path, track.newest);
   }
-}
-
-function fanOut(first: RecordSink, second: RecordSink): RecordSink {
-  return {
-    trackCreated: (path, newest) => {
-      first.trackCreated(path, newest);
-      second.trackCreated(path, newest);
-    },
-    committed: (path, entries) => {
-      first.committed(path, entries);
-      second.committed(path, entries);
-    },
-  };
 }
 
 function hostForUrl(hostname: string): string {

@@ -12,3 +12,17 @@ export interface RecordSink {
   /** Entries of one track were committed, oldest first. */
   committed(path: TrackPath, entries: readonly LedgerEntry[]): void;
 }
+
+/** One sink that tells `first`, then `second`, of everything. */
+export function fanOut(first: RecordSink, second: RecordSink): RecordSink {
+  return {
+    trackCreated: (path, newest) => {
+      first.trackCreated(path, newest);
+      second.trackCreated(path, newest);
+    },
+    committed: (path, entries) => {
+      first.committed(path, entries);
+      second.committed(path, entries);
+    },
+  };
+}

@@ -7,6 +7,18 @@ import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
 import { spawnRelay } from "../support/relay_process.ts";
 import { devCert, until } from "./_relay.ts";
 
+/** The relay answers /health over HTTPS and a MoQ session over native QUIC on `port`. */
+async function assertServes(port: number, http: Deno.HttpClient, sha256: Uint8Array) {
+  const health = await fetch(`https://localhost:${port}/health`, { client: http });
+  assert.equal(health.status, 200);
+  await health.body?.cancel();
+  const session = await connectQuicSession(new URL(`moqt://localhost:${port}/`), {
+    serverCertificateHashes: [{ algorithm: "sha-256", value: sha256 }],
+  });
+  const moq = await connect(session);
+  moq.close(0, "");
+}
+
 Deno.test("sluice relay runs from the environment, applies RELAY_SEMI_SPACE_MB and stops on SIGTERM", async () => {
   const dir = await Deno.makeTempDir();
   const c = await devCert();
@@ -28,14 +40,7 @@ Deno.test("sluice relay runs from the environment, applies RELAY_SEMI_SPACE_MB a
       p.lines.join("\n"),
     );
     assert.ok(p.lines.some((l) => /young generation 16 MiB \[RELAY_SEMI_SPACE_MB\]/.test(l)));
-    const health = await fetch(`https://localhost:${port}/health`, { client: http });
-    assert.equal(health.status, 200);
-    await health.body?.cancel();
-    const session = await connectQuicSession(new URL(`moqt://localhost:${port}/`), {
-      serverCertificateHashes: [{ algorithm: "sha-256", value: c.sha256 }],
-    });
-    const moq = await connect(session);
-    moq.close(0, "");
+    await assertServes(port, http, c.sha256);
   } finally {
     p.child.kill("SIGTERM");
     const status = await p.child.status;
@@ -63,14 +68,7 @@ Deno.test("sluice relay with RELAY_ADDR port 0 serves UDP and TCP on one picked 
     const line = p.lines.find((l) => l.includes("relay: listening"))!;
     const port = Number(/listening on 127\.0\.0\.1:(\d+) /.exec(line)?.[1]);
     assert.ok(port > 0, line);
-    const health = await fetch(`https://localhost:${port}/health`, { client: http });
-    assert.equal(health.status, 200);
-    await health.body?.cancel();
-    const session = await connectQuicSession(new URL(`moqt://localhost:${port}/`), {
-      serverCertificateHashes: [{ algorithm: "sha-256", value: c.sha256 }],
-    });
-    const moq = await connect(session);
-    moq.close(0, "");
+    await assertServes(port, http, c.sha256);
   } finally {
     p.child.kill("SIGTERM");
     await p.child.status;

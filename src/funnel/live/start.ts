@@ -5,7 +5,7 @@ import type { Logger } from "../../log/mod.ts";
 import { LivePublisher } from "./publisher.ts";
 import { type RedialTimers, RelayClient, type RelayState } from "./relay_client.ts";
 import { loadListenerTls } from "./tls.ts";
-import type { RecordSink } from "../sink.ts";
+import { fanOut, type RecordSink } from "../sink.ts";
 import { startWorkerListener, type WorkerListener } from "./worker_listener.ts";
 
 /** Knobs tests and embedders may turn on the live side; the defaults follow the spec. */
@@ -144,18 +144,7 @@ export async function startLive(
   }
   const running = relay;
   const served = listener;
-  const sink: RecordSink = served
-    ? {
-      trackCreated: (path, newest) => {
-        publisher.trackCreated(path, newest);
-        served.trackCreated(path, newest);
-      },
-      committed: (path, entries) => {
-        publisher.committed(path, entries);
-        served.committed(path, entries);
-      },
-    }
-    : publisher;
+  const sink: RecordSink = served ? fanOut(publisher, served) : publisher;
   return {
     sink,
     publisher,
