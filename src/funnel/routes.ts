@@ -129,8 +129,9 @@ export function funnelHandler(
   // CORS headers are added by the router's middleware, so those requests take the router.
   const direct = !(options.cors.any || options.cors.origins.size > 0);
   return (request, info) => {
-    if (direct && request.method === "POST" && isTrackUrl(request.url)) {
-      return post(request, info.remoteAddr).catch(fail);
+    if (direct && request.method === "POST") {
+      const raw = rawPathOf(request.url);
+      if (raw.startsWith(TRACKS_PREFIX)) return post(request, info.remoteAddr, raw).catch(fail);
     }
     return app.fetch(request, { remoteAddr: info.remoteAddr });
   };
@@ -139,10 +140,10 @@ export function funnelHandler(
 /** POST on a track: validate, authorise, read the body, commit, answer 201. */
 function trackPoster(
   options: FunnelRoutesOptions,
-): (request: Request, remoteAddr: Deno.NetAddr | undefined) => Promise<Response> {
+): (request: Request, remoteAddr: Deno.NetAddr | undefined, rawPath?: string) => Promise<Response> {
   const { service, verifier } = options;
-  return async (request, remoteAddr) => {
-    const path = trackPathOf(request.url);
+  return async (request, remoteAddr, rawPath = rawPathOf(request.url)) => {
+    const path = trackPathOfRaw(rawPath);
     const headers = request.headers;
     const { sender } = await authorize(verifier, headers.get("authorization"), "post", path);
     const key = headers.get("idempotency-key") ?? undefined;
@@ -175,16 +176,20 @@ function errorAnswer(options: FunnelRoutesOptions): (error: unknown) => Response
  * would resolve `..` and `%2e%2e` before we could refuse them.
  */
 export function trackPathOf(url: string): TrackPath {
-  const raw = rawPathOf(url);
-  const prefix = "/tracks/";
-  if (!raw.startsWith(prefix)) {
+  return trackPathOfRaw(rawPathOf(url));
+}
+
+const TRACKS_PREFIX = "/tracks/";
+
+function trackPathOfRaw(raw: string): TrackPath {
+  if (!raw.startsWith(TRACKS_PREFIX)) {
     throw new HttpProblem(404, "Tracks live at /tracks/<broadcast path>/<track>");
   }
   const cached = parsedPaths.get(raw);
   if (cached) return cached;
   let path: TrackPath;
   try {
-    path = parseTrackPath(raw.slice(prefix.length));
+    path = parseTrackPath(raw.slice(TRACKS_PREFIX.length));
   } catch (error) {
     throw new HttpProblem(400, (error as Error).message);
   }
@@ -203,10 +208,6 @@ function rawPathOf(url: string): string {
   const raw = pathStart < 0 ? "/" : url.slice(pathStart);
   const end = raw.search(/[?#]/);
   return end >= 0 ? raw.slice(0, end) : raw;
-}
-
-function isTrackUrl(url: string): boolean {
-  return rawPathOf(url).startsWith("/tracks/");
 }
 
 const PARSED_PATHS_MAX = 4096;
