@@ -67,9 +67,7 @@ try {
   const s3 = await startS3rver();
   try {
     await measure("s3", {
-      LEDGER_URI: `s3://${s3.bucket}/bench?region=us-east-1&endpoint=${
-        encodeURIComponent(s3.endpoint)
-      }`,
+      LEDGER_URI: s3.ledgerUri("bench"),
       AWS_ACCESS_KEY_ID: s3.credentials.accessKeyId,
       AWS_SECRET_ACCESS_KEY: s3.credentials.secretAccessKey,
     });

@@ -92,13 +92,7 @@ if (want("postgres")) {
 if (want("s3")) {
   const s3 = await startS3rver();
   try {
-    const backend = await S3Backend.open({
-      bucket: s3.bucket,
-      prefix: "bench",
-      region: "us-east-1",
-      endpoint: s3.endpoint,
-      credentials: s3.credentials,
-    });
+    const backend = await S3Backend.open(s3.backendOptions("bench"));
     results.push(await load("s3", backend));
   } finally {
     await s3.stop();

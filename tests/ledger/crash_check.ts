@@ -3,6 +3,8 @@
 import assert from "node:assert/strict";
 import { Ledger, type LedgerEntry, openBackend, parseLedgerUri } from "../../src/ledger/mod.ts";
 import type { StoreCredentials } from "../../src/ledger/mod.ts";
+import { dropTable, findPostgres, freshTableName } from "../support/postgres.ts";
+import { startS3rver } from "../support/s3rver.ts";
 
 /** Kill-and-restart rounds per backend. */
 export const RUNS = 4;
@@ -96,4 +98,53 @@ export async function crashLoop(
     }
   }
   assert.ok(acked.size >= RUNS, "every run acknowledged records before it was killed");
+}
+
+/** Test names per durable backend. */
+export interface CrashTestNames {
+  readonly directory: string;
+  readonly postgres: string;
+  readonly s3: string;
+}
+
+/**
+ * Registers one {@link crashLoop} test per durable backend: a fresh
+ * directory, a fresh PostgreSQL table (skipped when no server is reachable)
+ * and an in-process s3rver bucket.
+ */
+export async function crashTestsPerBackend(
+  names: CrashTestNames,
+  runAndKill: RunAndKill,
+): Promise<void> {
+  const pgUrl = await findPostgres();
+  Deno.test(names.directory, async () => {
+    const dir = await Deno.makeTempDir({ prefix: "sluice-crash-" });
+    try {
+      await crashLoop(runAndKill, `file://${dir}/ledger`);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+  Deno.test({
+    name: names.postgres,
+    ignore: pgUrl === undefined,
+    async fn() {
+      const table = freshTableName();
+      try {
+        const url = new URL(pgUrl!);
+        url.searchParams.set("table", table);
+        await crashLoop(runAndKill, url.href);
+      } finally {
+        await dropTable(pgUrl!, table);
+      }
+    },
+  });
+  Deno.test(names.s3, async () => {
+    const s3 = await startS3rver();
+    try {
+      await crashLoop(runAndKill, s3.ledgerUri("crash"), s3.credentials);
+    } finally {
+      await s3.stop();
+    }
+  });
 }

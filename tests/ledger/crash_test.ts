@@ -3,11 +3,8 @@
 // present exactly once, in order, and nothing is half-visible.
 import assert from "node:assert/strict";
 import type { StoreCredentials } from "../../src/ledger/mod.ts";
-import { type Ack, crashLoop, WORKERS } from "./crash_check.ts";
-import { dropTable, findPostgres, freshTableName } from "../support/postgres.ts";
-import { startS3rver } from "../support/s3rver.ts";
+import { type Ack, crashTestsPerBackend, WORKERS } from "./crash_check.ts";
 
-const pgUrl = await findPostgres();
 const CHILD = new URL("./crash_child.ts", import.meta.url).pathname;
 const CONFIG = new URL("../../deno.json", import.meta.url).pathname;
 
@@ -57,38 +54,8 @@ async function runAndKill(
   return acks;
 }
 
-Deno.test("ledger directory: kill -9 during concurrent appends loses no acknowledged record", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "sluice-crash-" });
-  try {
-    await crashLoop(runAndKill, `file://${dir}/ledger`);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-});
-
-Deno.test({
-  name: "ledger postgres: kill -9 during concurrent appends loses no acknowledged record",
-  ignore: pgUrl === undefined,
-  async fn() {
-    const table = freshTableName();
-    try {
-      const url = new URL(pgUrl!);
-      url.searchParams.set("table", table);
-      await crashLoop(runAndKill, url.href);
-    } finally {
-      await dropTable(pgUrl!, table);
-    }
-  },
-});
-
-Deno.test("ledger s3: kill -9 during concurrent appends loses no acknowledged record", async () => {
-  const s3 = await startS3rver();
-  try {
-    const uri = `s3://${s3.bucket}/crash?region=us-east-1&endpoint=${
-      encodeURIComponent(s3.endpoint)
-    }`;
-    await crashLoop(runAndKill, uri, s3.credentials);
-  } finally {
-    await s3.stop();
-  }
-});
+await crashTestsPerBackend({
+  directory: "ledger directory: kill -9 during concurrent appends loses no acknowledged record",
+  postgres: "ledger postgres: kill -9 during concurrent appends loses no acknowledged record",
+  s3: "ledger s3: kill -9 during concurrent appends loses no acknowledged record",
+}, runAndKill);

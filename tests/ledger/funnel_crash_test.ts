@@ -2,11 +2,8 @@
 // `sluice funnel` child process, which is killed with SIGKILL at a random moment and
 // restarted; every record answered 201 must be in the ledger exactly once, in order.
 import { parseGroupId, type StoreCredentials } from "../../src/ledger/mod.ts";
-import { type Ack, crashLoop, WORKERS } from "./crash_check.ts";
-import { dropTable, findPostgres, freshTableName } from "../support/postgres.ts";
-import { startS3rver } from "../support/s3rver.ts";
+import { type Ack, crashTestsPerBackend, WORKERS } from "./crash_check.ts";
 
-const pgUrl = await findPostgres();
 const CLI = new URL("../../src/cli.ts", import.meta.url).pathname;
 const CONFIG = new URL("../../deno.json", import.meta.url).pathname;
 
@@ -143,38 +140,8 @@ async function postAndKill(
   return acks;
 }
 
-Deno.test("funnel on a directory ledger: kill -9 while POSTing loses no 201", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "sluice-funnel-crash-" });
-  try {
-    await crashLoop(postAndKill, `file://${dir}/ledger`);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-});
-
-Deno.test({
-  name: "funnel on a PostgreSQL ledger: kill -9 while POSTing loses no 201",
-  ignore: pgUrl === undefined,
-  async fn() {
-    const table = freshTableName();
-    try {
-      const url = new URL(pgUrl!);
-      url.searchParams.set("table", table);
-      await crashLoop(postAndKill, url.href);
-    } finally {
-      await dropTable(pgUrl!, table);
-    }
-  },
-});
-
-Deno.test("funnel on an S3 ledger: kill -9 while POSTing loses no 201", async () => {
-  const s3 = await startS3rver();
-  try {
-    const uri = `s3://${s3.bucket}/crash?region=us-east-1&endpoint=${
-      encodeURIComponent(s3.endpoint)
-    }`;
-    await crashLoop(postAndKill, uri, s3.credentials);
-  } finally {
-    await s3.stop();
-  }
-});
+await crashTestsPerBackend({
+  directory: "funnel on a directory ledger: kill -9 while POSTing loses no 201",
+  postgres: "funnel on a PostgreSQL ledger: kill -9 while POSTing loses no 201",
+  s3: "funnel on an S3 ledger: kill -9 while POSTing loses no 201",
+}, postAndKill);

@@ -1,4 +1,4 @@
-import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
+import { ListObjectsV2Command } from "@aws-sdk/client-s3";
 import {
   DirectoryBackend,
   type LedgerBackend,
@@ -128,24 +128,12 @@ export const HARNESSES: readonly BackendHarness[] = [
     async setup(): Promise<BackendInstance> {
       const s3 = await startS3rver();
       const prefix = "ledgers/p1";
-      const options = {
-        bucket: s3.bucket,
-        prefix,
-        region: "us-east-1",
-        endpoint: s3.endpoint,
-        credentials: s3.credentials,
-      };
       return {
-        open: () => S3Backend.open(options),
+        open: () => S3Backend.open(s3.backendOptions(prefix)),
         // s3rver keeps object bytes in files: look at the disk, not just through the API.
         rawContains: (text) => filesContain(s3.dir, text),
         async rawNames(): Promise<string[]> {
-          const client = new S3Client({
-            region: "us-east-1",
-            endpoint: s3.endpoint,
-            forcePathStyle: true,
-            credentials: s3.credentials,
-          });
+          const client = s3.client();
           try {
             const keys: string[] = [];
             let token: string | undefined;

@@ -1,6 +1,6 @@
 // S3 backend specifics: an upload cut short by a dying writer is never served.
 import assert from "node:assert/strict";
-import { ListObjectsV2Command, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { ListObjectsV2Command, PutObjectCommand } from "@aws-sdk/client-s3";
 import { Ledger, S3Backend, type TrackPath } from "../../src/ledger/mod.ts";
 import { startS3rver } from "../support/s3rver.ts";
 
@@ -8,19 +8,8 @@ const PATH: TrackPath = { broadcast: ["b"], track: "t" };
 
 Deno.test("ledger s3: a newest batch object cut short is removed at open, not served", async () => {
   const s3 = await startS3rver();
-  const options = {
-    bucket: s3.bucket,
-    prefix: "torn",
-    region: "us-east-1",
-    endpoint: s3.endpoint,
-    credentials: s3.credentials,
-  };
-  const client = new S3Client({
-    region: "us-east-1",
-    endpoint: s3.endpoint,
-    forcePathStyle: true,
-    credentials: s3.credentials,
-  });
+  const options = s3.backendOptions("torn");
+  const client = s3.client();
   try {
     const first = new Ledger(await S3Backend.open(options));
     const track = (await first.track(PATH, true))!;

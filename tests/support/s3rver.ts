@@ -1,3 +1,4 @@
+import { S3Client } from "@aws-sdk/client-s3";
 import crypto from "node:crypto";
 import S3rver from "s3rver";
 
@@ -26,6 +27,18 @@ export interface TestS3 {
   readonly dir: string;
   /** s3rver's fixed development credentials. */
   readonly credentials: { readonly accessKeyId: string; readonly secretAccessKey: string };
+  /** S3Backend options for a ledger under `prefix` in the bucket. */
+  backendOptions(prefix: string): {
+    bucket: string;
+    prefix: string;
+    region: string;
+    endpoint: string;
+    credentials: { accessKeyId: string; secretAccessKey: string };
+  };
+  /** The LEDGER_URI of a ledger under `prefix` in the bucket. */
+  ledgerUri(prefix: string): string;
+  /** A path-style S3 client for this server (destroy it when done). */
+  client(): S3Client;
   /** Stops the server and removes its directory. */
   stop(): Promise<void>;
 }
@@ -41,11 +54,18 @@ export async function startS3rver(bucket = "ledger-test"): Promise<TestS3> {
     configureBuckets: [{ name: bucket }],
   });
   const address = await server.run() as { address: string; port: number };
+  const endpoint = `http://127.0.0.1:${address.port}`;
+  const credentials = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" };
+  const region = "us-east-1";
   return {
-    endpoint: `http://127.0.0.1:${address.port}`,
+    endpoint,
     bucket,
     dir,
-    credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" },
+    credentials,
+    backendOptions: (prefix) => ({ bucket, prefix, region, endpoint, credentials }),
+    ledgerUri: (prefix) =>
+      `s3://${bucket}/${prefix}?region=${region}&endpoint=${encodeURIComponent(endpoint)}`,
+    client: () => new S3Client({ region, endpoint, forcePathStyle: true, credentials }),
     async stop(): Promise<void> {
       await server.close();
       await Deno.remove(dir, { recursive: true }).catch(() => {});
