@@ -1,14 +1,16 @@
 /** Test helper: a native QUIC listener and a client session talking to it. */
-import { generateDevCertificate } from "../../src/certs/mod.ts";
+import { testCert } from "../support/moq.ts";
+import {
+  accept,
+  connect,
+  type MoqSession,
+  type MoqSessionOptions,
+  TrackProducer,
+} from "../../src/moq/mod.ts";
 import { connectQuicSession, listenQuic } from "../../src/transport/quic.ts";
 import type { Session } from "../../src/transport/session.ts";
 
-let certPromise: ReturnType<typeof generateDevCertificate> | undefined;
-
-/** One dev certificate per test process. */
-export function testCert(): ReturnType<typeof generateDevCertificate> {
-  return certPromise ??= generateDevCertificate();
-}
+export { testCert } from "../support/moq.ts";
 
 /** A connected pair of QUIC sessions (client dials `path`). */
 export async function quicPair(
@@ -34,4 +36,72 @@ export async function quicPair(
       listener.stop();
     },
   };
+}
+
+/** What our session serves in the interop tests: `producer` as "sluice/feed" track "records". */
+function feedOptions(producer: TrackProducer): MoqSessionOptions {
+  return {
+    serve: (r) => r.path === "sluice/feed" && r.track === "records" ? producer : "not-found",
+    maxGroupQueue: 64,
+  };
+}
+
+/**
+ * Our moq server serving the feed on a native QUIC listener, and a raw QUIC
+ * connection dialled to it for a foreign client library to run on.
+ */
+export async function ourFeedServer(version: string): Promise<{
+  producer: TrackProducer;
+  ours: Promise<MoqSession>;
+  quic: Deno.QuicConn;
+  url: URL;
+  stop: () => void;
+}> {
+  const cert = await testCert();
+  const listener = listenQuic({ cert: cert.certPem, key: cert.keyPem, alpn: [version] });
+  const producer = new TrackProducer({ cache: 8 });
+  const ours = (async () => {
+    for await (const s of listener) return await accept(s, feedOptions(producer));
+    throw new Error("listener ended");
+  })();
+  const quic = await Deno.connectQuic({
+    hostname: "127.0.0.1",
+    port: listener.addr.port,
+    alpnProtocols: [version],
+    caCerts: [cert.certPem],
+    serverName: "localhost",
+    maxConcurrentUnidirectionalStreams: 1000,
+  });
+  const url = new URL(`https://localhost:${listener.addr.port}/`);
+  return { producer, ours, quic, url, stop: () => listener.stop() };
+}
+
+/**
+ * A raw QUIC listener for a foreign server library (`acceptTheirs`), and our
+ * moq client dialled to it (at `pathAndQuery`) serving the feed.
+ */
+export async function theirFeedServer<T>(
+  version: string,
+  acceptTheirs: (conn: Deno.QuicConn, url: URL) => Promise<T>,
+  pathAndQuery = "/",
+): Promise<{ producer: TrackProducer; ours: MoqSession; theirs: T; stop: () => void }> {
+  const cert = await testCert();
+  const endpoint = new Deno.QuicEndpoint({ hostname: "127.0.0.1", port: 0 });
+  const listener = endpoint.listen({
+    cert: cert.certPem,
+    key: cert.keyPem,
+    alpnProtocols: [version],
+    maxConcurrentUnidirectionalStreams: 1000,
+  });
+  const theirsP = (async () => {
+    const conn = await (await listener.incoming()).accept();
+    return await acceptTheirs(conn, new URL(`https://localhost:${endpoint.addr.port}/`));
+  })();
+  const session = await connectQuicSession(
+    new URL(`moqt://127.0.0.1:${endpoint.addr.port}${pathAndQuery}`),
+    { serverCertificateHashes: [{ algorithm: "sha-256", value: cert.sha256 }], alpn: [version] },
+  );
+  const producer = new TrackProducer({ cache: 8 });
+  const ours = await connect(session, feedOptions(producer));
+  return { producer, ours, theirs: await theirsP, stop: () => endpoint.close() };
 }

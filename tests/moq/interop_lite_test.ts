@@ -4,9 +4,9 @@
  */
 import assert from "node:assert/strict";
 import * as Lite from "@moq/lite";
-import { accept, connect, type MoqSession, TrackProducer } from "../../src/moq/mod.ts";
-import { connectQuicSession, listenQuic } from "../../src/transport/quic.ts";
-import { testCert } from "./_pair.ts";
+import type { MoqSession, TrackProducer } from "../../src/moq/mod.ts";
+import { seeAnnounced } from "../support/moq.ts";
+import { ourFeedServer, theirFeedServer } from "./_pair.ts";
 
 const GROUPS = 1000;
 const VERSION = "moq-lite-04";
@@ -58,11 +58,7 @@ async function weServeThem(ours: MoqSession, producer: TrackProducer, theirs: Li
 async function theyServeUs(ours: MoqSession, theirs: LiteConn) {
   const broadcast = new Lite.Broadcast();
   theirs.publish(Lite.Path.from("peer/cam"), broadcast);
-  const ac = new AbortController();
-  for await (const e of ours.announced("peer", { signal: ac.signal })) {
-    if (e.path === "peer/cam" && e.active) break;
-  }
-  ac.abort();
+  await seeAnnounced(ours, "peer/cam", "peer");
   const sub = ours.subscribe("peer/cam", "data");
   const request = await broadcast.requested();
   assert.equal(request?.track.name, "data");
@@ -93,73 +89,29 @@ async function theyServeUs(ours: MoqSession, theirs: LiteConn) {
 
 Deno.test("@moq/lite moq-lite-04: their client ⇄ our server", async () => {
   using _ = { [Symbol.dispose]: quiet() };
-  const cert = await testCert();
-  const listener = listenQuic({ cert: cert.certPem, key: cert.keyPem, alpn: [VERSION] });
-  const producer = new TrackProducer({ cache: 8 });
-  const serverP = (async () => {
-    for await (const s of listener) {
-      return await accept(s, {
-        serve: (r) => r.path === "sluice/feed" && r.track === "records" ? producer : "not-found",
-        maxGroupQueue: 64,
-      });
-    }
-    throw new Error("listener ended");
-  })();
-  const quic = await Deno.connectQuic({
-    hostname: "127.0.0.1",
-    port: listener.addr.port,
-    alpnProtocols: [VERSION],
-    caCerts: [cert.certPem],
-    serverName: "localhost",
-    maxConcurrentUnidirectionalStreams: 1000,
+  const server = await ourFeedServer(VERSION);
+  const theirs = await Lite.Connection.connect(server.url, {
+    transport: server.quic as unknown as WebTransport,
   });
-  const theirs = await Lite.Connection.connect(
-    new URL(`https://localhost:${listener.addr.port}/`),
-    {
-      transport: quic as unknown as WebTransport,
-    },
-  );
-  const ours = await serverP;
+  const ours = await server.ours;
   assert.equal(theirs.version, VERSION);
-  await weServeThem(ours, producer, theirs);
+  await weServeThem(ours, server.producer, theirs);
   await theyServeUs(ours, theirs);
   theirs.close();
   await ours.closed;
-  listener.stop();
+  server.stop();
 });
 
 Deno.test("@moq/lite moq-lite-04: our client ⇄ their server", async () => {
   using _ = { [Symbol.dispose]: quiet() };
-  const cert = await testCert();
-  const endpoint = new Deno.QuicEndpoint({ hostname: "127.0.0.1", port: 0 });
-  const listener = endpoint.listen({
-    cert: cert.certPem,
-    key: cert.keyPem,
-    alpnProtocols: [VERSION],
-    maxConcurrentUnidirectionalStreams: 1000,
-  });
-  const theirsP = (async () => {
-    const conn = await (await listener.incoming()).accept();
-    return await Lite.Connection.accept(
-      conn as unknown as WebTransport,
-      new URL(`https://localhost:${endpoint.addr.port}/`),
-    );
-  })();
-  const session = await connectQuicSession(new URL(`moqt://127.0.0.1:${endpoint.addr.port}/`), {
-    caCerts: [cert.certPem],
-    serverName: "localhost",
-    alpn: [VERSION],
-  });
-  const producer = new TrackProducer({ cache: 8 });
-  const ours = await connect(session, {
-    serve: (r) => r.path === "sluice/feed" && r.track === "records" ? producer : "not-found",
-    maxGroupQueue: 64,
-  });
-  const theirs = await theirsP;
+  const { producer, ours, theirs, stop } = await theirFeedServer(
+    VERSION,
+    (conn, url) => Lite.Connection.accept(conn as unknown as WebTransport, url),
+  );
   assert.equal(theirs.version, VERSION);
   await weServeThem(ours, producer, theirs);
   await theyServeUs(ours, theirs);
   ours.close(0, "done");
   await theirs.closed.catch(() => {});
-  endpoint.close();
+  stop();
 });

@@ -5,9 +5,9 @@
  */
 import assert from "node:assert/strict";
 import * as Net from "@moq/net";
-import { accept, connect, type MoqSession, TrackProducer } from "../../src/moq/mod.ts";
-import { connectQuicSession, listenQuic } from "../../src/transport/quic.ts";
-import { testCert } from "./_pair.ts";
+import type { MoqSession, TrackProducer } from "../../src/moq/mod.ts";
+import { seeAnnounced } from "../support/moq.ts";
+import { ourFeedServer, theirFeedServer } from "./_pair.ts";
 
 const GROUPS = 1000;
 
@@ -69,11 +69,7 @@ async function theyServeUs(ours: MoqSession, theirs: NetConn) {
   const broadcast = new Net.Broadcast.Producer();
   const track = broadcast.createTrack("data");
   theirs.publish(Net.Path.from("peer/cam"), broadcast);
-  const ac = new AbortController();
-  for await (const e of ours.announced("peer", { signal: ac.signal })) {
-    if (e.path === "peer/cam" && e.active) break;
-  }
-  ac.abort();
+  await seeAnnounced(ours, "peer/cam", "peer");
   const sub = ours.subscribe("peer/cam", "data");
   await sub.ready;
   // Their publisher starts once it has our subscription; write after it is live.
@@ -103,72 +99,32 @@ async function theyServeUs(ours: MoqSession, theirs: NetConn) {
 for (const version of ["moq-lite-05", "moq-lite-04"]) {
   Deno.test(`@moq/net ${version}: their client ⇄ our server`, async () => {
     using _ = { [Symbol.dispose]: quiet() };
-    const cert = await testCert();
-    const listener = listenQuic({ cert: cert.certPem, key: cert.keyPem, alpn: [version] });
-    const producer = new TrackProducer({ cache: 8 });
-    const serverP = (async () => {
-      for await (const s of listener) {
-        return await accept(s, {
-          serve: (r) => r.path === "sluice/feed" && r.track === "records" ? producer : "not-found",
-          maxGroupQueue: 64,
-        });
-      }
-      throw new Error("listener ended");
-    })();
-    const quic = await Deno.connectQuic({
-      hostname: "127.0.0.1",
-      port: listener.addr.port,
-      alpnProtocols: [version],
-      caCerts: [cert.certPem],
-      serverName: "localhost",
-      maxConcurrentUnidirectionalStreams: 1000,
+    const server = await ourFeedServer(version);
+    const theirs = await Net.Connection.connect(server.url, {
+      transport: server.quic as unknown as WebTransport,
     });
-    const url = new URL(`https://localhost:${listener.addr.port}/`);
-    const theirs = await Net.Connection.connect(url, {
-      transport: quic as unknown as WebTransport,
-    });
-    const ours = await serverP;
+    const ours = await server.ours;
     assert.equal(theirs.version, version);
     assert.equal(ours.version, version);
-    await weServeThem(ours, producer, theirs);
+    await weServeThem(ours, server.producer, theirs);
     await theyServeUs(ours, theirs);
     theirs.close();
     await ours.closed;
-    listener.stop();
+    server.stop();
   });
 
   Deno.test(`@moq/net ${version}: our client ⇄ their server`, async () => {
     using _ = { [Symbol.dispose]: quiet() };
-    const cert = await testCert();
-    const endpoint = new Deno.QuicEndpoint({ hostname: "127.0.0.1", port: 0 });
-    const listener = endpoint.listen({
-      cert: cert.certPem,
-      key: cert.keyPem,
-      alpnProtocols: [version],
-      maxConcurrentUnidirectionalStreams: 1000,
-    });
-    const theirsP = (async () => {
-      const conn = await (await listener.incoming()).accept();
-      return await Net.Connection.accept(
-        conn as unknown as WebTransport,
-        new URL(`https://localhost:${endpoint.addr.port}/`),
-      );
-    })();
-    const session = await connectQuicSession(
-      new URL(`moqt://127.0.0.1:${endpoint.addr.port}/?jwt=x`),
-      { serverCertificateHashes: [{ algorithm: "sha-256", value: cert.sha256 }], alpn: [version] },
+    const { producer, ours, theirs, stop } = await theirFeedServer(
+      version,
+      (conn, url) => Net.Connection.accept(conn as unknown as WebTransport, url),
+      "/?jwt=x",
     );
-    const producer = new TrackProducer({ cache: 8 });
-    const ours = await connect(session, {
-      serve: (r) => r.path === "sluice/feed" && r.track === "records" ? producer : "not-found",
-      maxGroupQueue: 64,
-    });
-    const theirs = await theirsP;
     assert.equal(theirs.version, version);
     await weServeThem(ours, producer, theirs);
     await theyServeUs(ours, theirs);
     ours.close(0, "done");
     await theirs.closed.catch(() => {});
-    endpoint.close();
+    stop();
   });
 }

@@ -7,19 +7,14 @@ import {
   type TokenClaims,
   type Verifier,
 } from "../../src/auth/mod.ts";
-import { generateDevCertificate } from "../../src/certs/mod.ts";
+import { testCert as devCert } from "../support/moq.ts";
 import { connect, type MoqSession, type MoqSessionOptions } from "../../src/moq/mod.ts";
 import { type RunningRelay, startRelay } from "../../src/relay/mod.ts";
 import { connectQuicSession } from "../../src/transport/quic.ts";
 import type { Session } from "../../src/transport/mod.ts";
 import { keySetOf, makeKey, type TestKey } from "../auth/helpers.ts";
 
-let cert: ReturnType<typeof generateDevCertificate> | undefined;
-
-/** One dev certificate per test process. */
-export function devCert(): ReturnType<typeof generateDevCertificate> {
-  return cert ??= generateDevCertificate();
-}
+export { seeAnnounced, testCert as devCert } from "../support/moq.ts";
 
 /** A relay under test plus what tests need to reach it. */
 export interface TestRelay {
@@ -141,13 +136,4 @@ export async function until(cond: () => boolean | Promise<boolean>, what: string
     await new Promise((r) => setTimeout(r, 5));
   }
   throw new Error(`Timed out waiting for ${what}`);
-}
-
-/** Waits until `moq` sees `path` announced (active) by the relay. */
-export async function seeAnnounced(moq: MoqSession, path: string): Promise<void> {
-  const ac = new AbortController();
-  for await (const e of moq.announced("", { signal: ac.signal })) {
-    if (e.path === path && e.active) break;
-  }
-  ac.abort();
 }

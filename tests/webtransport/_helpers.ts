@@ -1,16 +1,12 @@
-import { type DevCertificate, generateDevCertificate } from "../../src/certs/mod.ts";
+import type { DevCertificate } from "../../src/certs/mod.ts";
+import { testCert as testCertificate } from "../support/moq.ts";
+import { concatBytes } from "../../src/transport/bytes.ts";
 import { listen, type Listener, type ListenOptions } from "../../src/transport/listener.ts";
 import type { Session } from "../../src/transport/session.ts";
 import { AsyncQueue } from "../../src/transport/webtransport/async_queue.ts";
 import type { WebTransportRequest } from "../../src/transport/webtransport/mod.ts";
 
-let certPromise: Promise<DevCertificate> | undefined;
-
-/** One development certificate per test process. */
-export function testCertificate(): Promise<DevCertificate> {
-  certPromise ??= generateDevCertificate();
-  return certPromise;
-}
+export { testCert as testCertificate } from "../support/moq.ts";
 
 /** A listener on 127.0.0.1:0 whose sessions and admission requests are queued for the test. */
 export interface TestServer {
@@ -73,15 +69,7 @@ export async function readText(readable: ReadableStream<Uint8Array>): Promise<st
     if (done) break;
     chunks.push(value);
   }
-  let n = 0;
-  for (const c of chunks) n += c.length;
-  const all = new Uint8Array(n);
-  let o = 0;
-  for (const c of chunks) {
-    all.set(c, o);
-    o += c.length;
-  }
-  return new TextDecoder().decode(all);
+  return new TextDecoder().decode(concatBytes(chunks));
 }
 
 /** Writes text and FINs. */

@@ -8,6 +8,7 @@ import * as Net from "@moq/net";
 import { accept, connect, type MoqSession, TrackProducer } from "../../src/moq/mod.ts";
 import { asWebTransport, connectWebTransport } from "../../src/transport/webtransport/mod.ts";
 import { chromiumMissing, launchChromium } from "../support/chromium.ts";
+import { seeAnnounced } from "../support/moq.ts";
 import { startServer } from "./_helpers.ts";
 
 const enc = new TextEncoder();
@@ -60,11 +61,7 @@ async function weReadTheirs(ours: MoqSession, theirs: NetConn): Promise<void> {
   const broadcast = new Net.Broadcast.Producer();
   const track = broadcast.createTrack("data");
   theirs.publish(Net.Path.from("peer/cam"), broadcast);
-  const ac = new AbortController();
-  for await (const e of ours.announced("peer", { signal: ac.signal })) {
-    if (e.path === "peer/cam" && e.active) break;
-  }
-  ac.abort();
+  await seeAnnounced(ours, "peer/cam", "peer");
   const sub = ours.subscribe("peer/cam", "data");
   await sub.ready;
   let stop = false;
@@ -242,11 +239,7 @@ Deno.test({
           group.close();
         }, 2);
       });
-      const ac = new AbortController();
-      for await (const e of ours.announced("browser", { signal: ac.signal })) {
-        if (e.path === "browser/cam" && e.active) break;
-      }
-      ac.abort();
+      await seeAnnounced(ours, "browser/cam", "browser");
       const sub = ours.subscribe("browser/cam", "data");
       await sub.ready;
       let count = 0;
