@@ -13,6 +13,7 @@ import {
   take,
   until,
 } from "./live_helpers.ts";
+import { announcedPaths } from "../support/moq.ts";
 
 const decoder = new TextDecoder();
 
@@ -131,13 +132,7 @@ Deno.test("The funnel announces every broadcast with a created track to its subs
   await post(f.base, "c/t", "1");
   const moq = await dialMoq(f.moqPort);
   try {
-    const seen = new Set<string>();
-    const ac = new AbortController();
-    for await (const e of moq.announced("", { signal: ac.signal })) {
-      if (e.active) seen.add(e.path);
-      if (seen.size === 2) break;
-    }
-    ac.abort();
+    const seen = await announcedPaths(moq, 2);
     assert.deepEqual([...seen].sort(), ["a/b", "c"]);
   } finally {
     moq.close(0, "");

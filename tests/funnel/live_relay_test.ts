@@ -45,12 +45,21 @@ async function stopRelayProcess(p: RelayProcess): Promise<void> {
   await p.done;
 }
 
+/** Stops the funnel, then the relay process, then removes the fixture's files. */
+async function stopAll(f: AsyncDisposable, relay: RelayProcess, fx: Fixture): Promise<void> {
+  await f[Symbol.asyncDispose]();
+  await stopRelayProcess(relay);
+  await fx.cleanup();
+}
+
 interface Fixture {
   readonly key: TestKey;
   readonly dir: string;
   readonly cert: string;
   readonly keyFile: string;
   readonly relayEnv: Record<string, string>;
+  /** The funnel's environment for publishing through the relay with signed credentials only. */
+  signedFunnelEnv(scheme: "moqt" | "https"): Record<string, string>;
   readonly port: number;
   subscriberToken(): Promise<string>;
   cleanup(): Promise<void>;
@@ -75,6 +84,13 @@ async function fixture(): Promise<Fixture> {
       KEY_FILE: files.key,
       SLUICE_AUTH_KEYS: `${files.dir}/keys.json`,
     },
+    signedFunnelEnv: (scheme) => ({
+      FUNNEL_SERVE_ADDR: "none",
+      RELAY_URL: `${scheme}://localhost:${port}/`,
+      RELAY_SIGNING_KEY: keyFile,
+      RELAY_PUBLISH: "room",
+      RELAY_CA_FILE: files.cert,
+    }),
     subscriberToken: () =>
       signToken(key.privateJwk, {
         scopes: [{ actions: ["subscribe"], broadcast: { prefix: "room" } }],
@@ -116,13 +132,7 @@ Deno.test("Through sluice relay: signed credentials, records in order; the relay
     },
     clearTimeout: (id) => clearTimeout(id as number),
   };
-  const f = await startLiveFunnel({
-    FUNNEL_SERVE_ADDR: "none",
-    RELAY_URL: `moqt://localhost:${fx.port}/`,
-    RELAY_SIGNING_KEY: fx.keyFile,
-    RELAY_PUBLISH: "room",
-    RELAY_CA_FILE: fx.cert,
-  }, {
+  const f = await startLiveFunnel(fx.signedFunnelEnv("moqt"), {
     live: { onRelayState: (s) => states.push(s), timers },
     log: {
       error: (m) => logs.push(`error ${m}`),
@@ -190,9 +200,7 @@ Deno.test("Through sluice relay: signed credentials, records in order; the relay
     );
   } finally {
     for (const s of sessions) s.close(0, "");
-    await f[Symbol.asyncDispose]();
-    await stopRelayProcess(relay);
-    await fx.cleanup();
+    await stopAll(f, relay, fx);
   }
 });
 
@@ -214,13 +222,9 @@ Deno.test("Through sluice relay over WebTransport: the credential's expiry ends 
       else (id as { cancelled: boolean }).cancelled = true;
     },
   };
-  const f = await startLiveFunnel({
-    FUNNEL_SERVE_ADDR: "none",
-    RELAY_URL: `https://localhost:${fx.port}/`,
-    RELAY_SIGNING_KEY: fx.keyFile,
-    RELAY_PUBLISH: "room",
-    RELAY_CA_FILE: fx.cert,
-  }, { live: { redialMs: 100, timers, relayCredentialTtlSeconds: 60 } });
+  const f = await startLiveFunnel(fx.signedFunnelEnv("https"), {
+    live: { redialMs: 100, timers, relayCredentialTtlSeconds: 60 },
+  });
   const sessions: MoqSession[] = [];
   try {
     const client = f.funnel.live.relay!;
@@ -248,9 +252,7 @@ Deno.test("Through sluice relay over WebTransport: the credential's expiry ends 
     assert.deepEqual(await take(resub, 1), [{ seq: 2, frame: '{"payload":2}' }]);
   } finally {
     for (const s of sessions) s.close(0, "");
-    await f[Symbol.asyncDispose]();
-    await stopRelayProcess(relay);
-    await fx.cleanup();
+    await stopAll(f, relay, fx);
   }
 });
 
@@ -258,13 +260,9 @@ Deno.test("Through sluice relay: a relay killed without closing (SIGKILL) is not
   using _q = quiet();
   const fx = await fixture();
   let relay = await startRelayProcess(fx.relayEnv);
-  const f = await startLiveFunnel({
-    FUNNEL_SERVE_ADDR: "none",
-    RELAY_URL: `moqt://localhost:${fx.port}/`,
-    RELAY_SIGNING_KEY: fx.keyFile,
-    RELAY_PUBLISH: "room",
-    RELAY_CA_FILE: fx.cert,
-  }, { live: { relayIdleTimeoutMs: 1500, redialMs: 200 } });
+  const f = await startLiveFunnel(fx.signedFunnelEnv("moqt"), {
+    live: { relayIdleTimeoutMs: 1500, redialMs: 200 },
+  });
   let subscriber: MoqSession | undefined;
   try {
     const client = f.funnel.live.relay!;
@@ -282,9 +280,7 @@ Deno.test("Through sluice relay: a relay killed without closing (SIGKILL) is not
     assert.deepEqual(await take(sub, 1), [{ seq: 2, frame: '{"payload":"during"}' }]);
   } finally {
     subscriber?.close(0, "");
-    await f[Symbol.asyncDispose]();
-    await stopRelayProcess(relay);
-    await fx.cleanup();
+    await stopAll(f, relay, fx);
   }
 });
 
@@ -341,8 +337,6 @@ Deno.test("Through sluice relay with the credential in RELAY_URL: @moq/net subsc
   } finally {
     direct.close(0, "");
     net.close();
-    await f[Symbol.asyncDispose]();
-    await stopRelayProcess(relay);
-    await fx.cleanup();
+    await stopAll(f, relay, fx);
   }
 });

@@ -14,6 +14,7 @@ import {
   take,
   until,
 } from "./live_helpers.ts";
+import { announcedPaths } from "../support/moq.ts";
 
 async function restartScenario(
   env: Record<string, string>,
@@ -32,13 +33,7 @@ async function restartScenario(
   await using f = await startLiveFunnel(env, b ? { backend: b } : {});
   const moq = await dialMoq(f.moqPort);
   try {
-    const seen = new Set<string>();
-    const ac = new AbortController();
-    for await (const e of moq.announced("", { signal: ac.signal })) {
-      if (e.active) seen.add(e.path);
-      if (seen.size === 2) break;
-    }
-    ac.abort();
+    const seen = await announcedPaths(moq, 2);
     assert.deepEqual(
       [...seen].sort(),
       ["room/1", "room/2"],

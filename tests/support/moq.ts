@@ -17,3 +17,15 @@ export async function seeAnnounced(moq: MoqSession, path: string, prefix = ""): 
   }
   ac.abort();
 }
+
+/** The first `count` distinct broadcast paths `moq` sees announced (active). */
+export async function announcedPaths(moq: MoqSession, count: number): Promise<Set<string>> {
+  const seen = new Set<string>();
+  const ac = new AbortController();
+  for await (const e of moq.announced("", { signal: ac.signal })) {
+    if (e.active) seen.add(e.path);
+    if (seen.size === count) break;
+  }
+  ac.abort();
+  return seen;
+}
