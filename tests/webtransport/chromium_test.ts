@@ -176,8 +176,9 @@ Deno.test({
         assert.equal(err.code, 42);
       });
 
-      const attempt = (url: string) =>
-        page.evaluate(async ({ url, hash }) => {
+      // Opens a WebTransport session from `on` (a page), reporting whether it opened.
+      const attempt = (url: string, on = page) =>
+        on.evaluate(async ({ url, hash }) => {
           const wt = new WebTransport(url, {
             serverCertificateHashes: [{ algorithm: "sha-256", value: new Uint8Array(hash) }],
             protocols: ["moq-lite-05"],
@@ -202,20 +203,7 @@ Deno.test({
         const other = await browser.context.newPage();
         await other.goto(`http://localhost:${http.addr.port}/`);
         const before = server.requests.length;
-        const outcome = await other.evaluate(async ({ url, hash }) => {
-          const wt = new WebTransport(url, {
-            serverCertificateHashes: [{ algorithm: "sha-256", value: new Uint8Array(hash) }],
-            protocols: ["moq-lite-05"],
-          } as WebTransportOptions);
-          wt.closed.catch(() => {});
-          try {
-            await wt.ready;
-            wt.close();
-            return "opened";
-          } catch (err) {
-            return `refused: ${(err as Error).message}`;
-          }
-        }, { url: `https://127.0.0.1:${server.port}/moq`, hash });
+        const outcome = await attempt(`https://127.0.0.1:${server.port}/moq`, other);
         assert.match(outcome, /^refused/);
         assert.equal(server.requests.at(before)?.origin, `http://localhost:${http.addr.port}`);
         await other.close();
