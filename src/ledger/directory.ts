@@ -6,6 +6,7 @@ import { LedgerError } from "./errors.ts";
 import { Serial } from "./serial.ts";
 import { decodeStorageName, isHashedName, pathFromKey, trackStorageName } from "./storage_name.ts";
 import { trackKey, type TrackPath } from "./track_path.ts";
+import { concatBytes } from "../wire/mod.ts";
 
 /*
  * On-disk layout (one directory per track, append-only segment files):
@@ -430,7 +431,7 @@ class DirectoryTrack implements TrackBackend {
         })
       );
       if (!found) return;
-      const rewritten = concat(batches.map(frame));
+      const rewritten = concatBytes(batches.map(frame));
       const tmp = `${name}.tmp`;
       try {
         const file = await Deno.open(tmp, { write: true, create: true, truncate: true });
@@ -538,14 +539,4 @@ async function readLastFrame(file: Deno.FsFile, size: number): Promise<LedgerEnt
   } catch {
     return undefined;
   }
-}
-
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
 }

@@ -25,6 +25,5 @@ export {
   type QuicSessionOptions,
 } from "./quic.ts";
 export { H3_ALPN, listen, type Listener, type ListenOptions } from "./listener.ts";
-export { concatBytes } from "./bytes.ts";
 export { freeUdpTcpPort } from "./free_port.ts";
 export * from "./webtransport/mod.ts";

@@ -1,6 +1,6 @@
 import type { DevCertificate } from "../../src/certs/mod.ts";
 import { testCert as testCertificate } from "../support/moq.ts";
-import { concatBytes } from "../../src/transport/bytes.ts";
+import { concatBytes } from "../../src/wire/mod.ts";
 import { listen, type Listener, type ListenOptions } from "../../src/transport/listener.ts";
 import type { Session } from "../../src/transport/session.ts";
 import { AsyncQueue } from "../../src/transport/webtransport/async_queue.ts";

@@ -1,5 +1,5 @@
 /** The consuming side of announcements: follows which broadcasts the peer announces under a prefix. */
-import { concatBytes } from "../../transport/mod.ts";
+import { concatBytes } from "../../wire/mod.ts";
 import type { AnnounceEvent } from "../announcer.ts";
 import {
   type AnnounceOk,

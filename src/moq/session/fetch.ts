@@ -1,5 +1,5 @@
 /** The consuming side's one-shot requests: a track's properties (TRACK) and one group (FETCH). */
-import { concatBytes } from "../../transport/mod.ts";
+import { concatBytes } from "../../wire/mod.ts";
 import {
   BidiType,
   decodeTrackInfo,

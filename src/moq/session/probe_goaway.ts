@@ -1,5 +1,5 @@
 /** Session-level control streams: the peer's PROBE (held open) and GOAWAY in both directions. */
-import { concatBytes } from "../../transport/mod.ts";
+import { concatBytes } from "../../wire/mod.ts";
 import {
   BidiType,
   decodeGoaway,

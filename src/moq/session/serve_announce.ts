@@ -1,5 +1,5 @@
 /** The serving side of announcements: tells the peer which of our broadcasts exist, and changes. */
-import { concatBytes } from "../../transport/mod.ts";
+import { concatBytes } from "../../wire/mod.ts";
 import type { AnnounceEvent } from "../announcer.ts";
 import {
   decodeAnnounceRequest,

@@ -1,5 +1,6 @@
 /** The serving side of SUBSCRIBE: feeds one of our tracks to the peer, group by group. */
-import { type BidiStream, concatBytes } from "../../transport/mod.ts";
+import type { BidiStream } from "../../transport/mod.ts";
+import { concatBytes } from "../../wire/mod.ts";
 import {
   decodeSubscribe,
   decodeSubscribeUpdate,

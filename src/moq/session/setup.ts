@@ -1,5 +1,5 @@
 /** The lite-05 SETUP exchange: ours out on a uni stream, the peer's in (with its Path). */
-import { concatBytes } from "../../transport/mod.ts";
+import { concatBytes } from "../../wire/mod.ts";
 import {
   decodeSetup,
   encodeSetup,

@@ -1,5 +1,5 @@
 /** The consuming side of SUBSCRIBE: opens a subscription to the peer's track and follows its responses. */
-import { concatBytes } from "../../transport/mod.ts";
+import { concatBytes } from "../../wire/mod.ts";
 import {
   BidiType,
   decodeSubscribeResponse,

@@ -1,4 +1,5 @@
-import { concatBytes, encodeVarint } from "./varint.ts";
+import { concatBytes } from "../../wire/mod.ts";
+import { encodeVarint } from "./varint.ts";
 
 /** Capsule types (RFC 9297, draft-ietf-webtrans-http3). */
 export const CapsuleType = {

@@ -1,4 +1,5 @@
-import { concatBytes, encodeVarint, varintLength, writeVarint } from "./varint.ts";
+import { concatBytes } from "../../wire/mod.ts";
+import { encodeVarint, varintLength, writeVarint } from "./varint.ts";
 
 /** HTTP/3 frame types (RFC 9114 §7.2). */
 export const FrameType = {

@@ -76,5 +76,3 @@ export function decodeVarint(
   for (let i = 1; i < length; i++) v = v * 256 + (buf[offset + i] ?? 0);
   return { value: v, length };
 }
-
-export { concatBytes } from "../bytes.ts";

@@ -7,6 +7,7 @@ import type {
   StreamOptions,
 } from "../session.ts";
 import { AsyncQueue } from "./async_queue.ts";
+import { concatBytes } from "../../wire/mod.ts";
 import { recvStream } from "./recv_stream.ts";
 import { CapsuleType, decodeCloseCapsule, encodeCloseCapsule } from "./capsule.ts";
 import { H3Code, H3ConnectionError } from "./errors.ts";
@@ -228,7 +229,7 @@ export class WebTransportSession implements Session {
               data = data.subarray(n);
             }
             if (data.length === 0) continue;
-            pending = pending.length === 0 ? data.slice() : concat(pending, data);
+            pending = pending.length === 0 ? data.slice() : concatBytes([pending, data]);
             ({ pending, skip } = this.#parseCapsules(pending));
           }
         } else if (
@@ -301,13 +302,6 @@ export class WebTransportSession implements Session {
     }
     return { pending: rest, skip: 0 };
   }
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a);
-  out.set(b, a.length);
-  return out;
 }
 
 async function writeHeader(w: WritableStream<Uint8Array>, header: Uint8Array): Promise<void> {
