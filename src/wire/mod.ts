@@ -5,3 +5,13 @@
  * @module
  */
 export { concatBytes } from "./concat.ts";
+export {
+  decodeVarint,
+  decodeVarintBig,
+  encodeVarint,
+  VARINT_MAX,
+  varintSize,
+  writeVarint,
+  zigzagDecode,
+  zigzagEncode,
+} from "./varint.ts";

@@ -5,8 +5,7 @@ import { readHeaders } from "../../src/transport/webtransport/headers.ts";
 import { encodeFieldSection, type HeaderField } from "../../src/transport/webtransport/qpack.ts";
 import { encodeSettings } from "../../src/transport/webtransport/settings.ts";
 import { StreamReader } from "../../src/transport/webtransport/stream_reader.ts";
-import { concatBytes } from "../../src/wire/mod.ts";
-import { encodeVarint } from "../../src/transport/webtransport/varint.ts";
+import { concatBytes, encodeVarint } from "../../src/wire/mod.ts";
 import { readText, startServer, type TestServer, writeText } from "./_helpers.ts";
 
 // A raw HTTP/3 peer that writes hand-made bytes, to check how the server treats hostile input.

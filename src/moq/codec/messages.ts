@@ -6,7 +6,7 @@
 import { Decoder } from "../wire/decoder.ts";
 import { Encoder } from "../wire/encoder.ts";
 import { DecodeError } from "../wire/errors.ts";
-import { zigzagDecode, zigzagEncode } from "../wire/varint.ts";
+import { zigzagDecode, zigzagEncode } from "../../wire/mod.ts";
 
 /** The moq-lite versions sluice speaks, by their ALPN / WT-Protocol token. */
 export type Version = "moq-lite-05" | "moq-lite-04";

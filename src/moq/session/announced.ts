@@ -12,7 +12,7 @@ import {
 import { hasPrefix, joinPath, normalizePath, wirePrefix } from "../path.ts";
 import { AsyncQueue } from "../queue.ts";
 import { DecodeError } from "../wire/errors.ts";
-import { encodeVarint } from "../wire/varint.ts";
+import { encodeVarint } from "../../wire/mod.ts";
 import type { SessionCore } from "./core.ts";
 import { ClosableRequest } from "./request_stream.ts";
 

@@ -11,7 +11,7 @@ import {
 import { MoqError } from "../errors.ts";
 import { normalizePath, wirePath } from "../path.ts";
 import { DecodeError } from "../wire/errors.ts";
-import { encodeVarint, zigzagDecode } from "../wire/varint.ts";
+import { encodeVarint, zigzagDecode } from "../../wire/mod.ts";
 import type { SessionCore } from "./core.ts";
 import { openRequest } from "./request_stream.ts";
 import type { ReceivedGroup } from "./types.ts";

@@ -9,7 +9,7 @@ import {
 } from "../codec/messages.ts";
 import type { Sender } from "../sender.ts";
 import type { StreamReader } from "../wire/stream_reader.ts";
-import { encodeVarint } from "../wire/varint.ts";
+import { encodeVarint } from "../../wire/mod.ts";
 import type { SessionCore } from "./core.ts";
 import { openRequest } from "./request_stream.ts";
 

@@ -2,7 +2,7 @@
 import { decodeGroupHeader, MAX_CONTROL_MESSAGE } from "../codec/messages.ts";
 import { DecodeError } from "../wire/errors.ts";
 import type { StreamReader } from "../wire/stream_reader.ts";
-import { zigzagDecode } from "../wire/varint.ts";
+import { zigzagDecode } from "../../wire/mod.ts";
 import type { SessionCore } from "./core.ts";
 
 /** Reads one group stream (after its type) into the subscription it belongs to. */

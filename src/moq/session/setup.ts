@@ -9,7 +9,7 @@ import {
 } from "../codec/messages.ts";
 import { Sender } from "../sender.ts";
 import type { StreamReader } from "../wire/stream_reader.ts";
-import { encodeVarint } from "../wire/varint.ts";
+import { encodeVarint } from "../../wire/mod.ts";
 import { errorText, type SessionCore } from "./core.ts";
 
 /** Sends our SETUP (lite-05); on lite-04 there is none, so setup is done at once. */

@@ -10,7 +10,7 @@ import {
 import { MoqError } from "../errors.ts";
 import { normalizePath, wirePath } from "../path.ts";
 import { DecodeError } from "../wire/errors.ts";
-import { encodeVarint } from "../wire/varint.ts";
+import { encodeVarint } from "../../wire/mod.ts";
 import { connectionLost, errorText, type SessionCore } from "./core.ts";
 import { requestTrackInfo } from "./fetch.ts";
 import { ClosableRequest } from "./request_stream.ts";

@@ -10,8 +10,7 @@ import {
 } from "./frame.ts";
 import { decodeSettings, localSettings, type Settings } from "./settings.ts";
 import { StreamReader, TruncatedError } from "./stream_reader.ts";
-import { concatBytes } from "../../wire/mod.ts";
-import { decodeVarint, encodeVarint } from "./varint.ts";
+import { concatBytes, decodeVarint, encodeVarint } from "../../wire/mod.ts";
 import type { SessionHost, WebTransportSession } from "./wt_session.ts";
 
 /** Timer functions, injectable for tests. */

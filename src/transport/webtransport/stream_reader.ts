@@ -1,4 +1,4 @@
-import { decodeVarint, varintLengthFromFirstByte } from "./varint.ts";
+import { decodeVarint } from "../../wire/mod.ts";
 
 /** The stream ended in the middle of a structure. */
 export class TruncatedError extends Error {
@@ -55,7 +55,7 @@ export class StreamReader {
   /** Reads a varint; undefined when the stream ends cleanly before it, TruncatedError inside it. */
   async varint(what = "a varint"): Promise<number | undefined> {
     if (!(await this.#fill(1))) return undefined;
-    const len = varintLengthFromFirstByte(this.#buf[this.#pos] ?? 0);
+    const len = 1 << ((this.#buf[this.#pos] ?? 0) >> 6);
     if (!(await this.#fill(len))) throw new TruncatedError(what);
     const v = decodeVarint(this.#buf, this.#pos);
     if (!v) throw new TruncatedError(what);
