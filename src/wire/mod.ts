@@ -5,6 +5,9 @@
  * @module
  */
 export { concatBytes } from "./concat.ts";
+export { DecodeError } from "./decode_error.ts";
+export { Decoder } from "./decoder.ts";
+export { Encoder } from "./encoder.ts";
 export {
   decodeVarint,
   decodeVarintBig,

@@ -11,7 +11,7 @@ import {
 } from "../codec/messages.ts";
 import { hasPrefix, joinPath, normalizePath, wirePrefix } from "../path.ts";
 import { AsyncQueue } from "../queue.ts";
-import { DecodeError } from "../wire/errors.ts";
+import { DecodeError } from "../../wire/mod.ts";
 import { encodeVarint } from "../../wire/mod.ts";
 import type { SessionCore } from "./core.ts";
 import { ClosableRequest } from "./request_stream.ts";

@@ -9,7 +9,7 @@ import type { RecvStream, Session, SessionCloseInfo } from "../../transport/mod.
 import type { Version } from "../codec/messages.ts";
 import { MoqCode, MoqError } from "../errors.ts";
 import type { MoqStats } from "../stats.ts";
-import { DecodeError } from "../wire/errors.ts";
+import { DecodeError } from "../../wire/mod.ts";
 import { StreamReader } from "../wire/stream_reader.ts";
 import type { MoqSession } from "./moq_session.ts";
 import type { Subscription } from "./subscription.ts";

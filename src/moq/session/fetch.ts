@@ -10,7 +10,7 @@ import {
 } from "../codec/messages.ts";
 import { MoqError } from "../errors.ts";
 import { normalizePath, wirePath } from "../path.ts";
-import { DecodeError } from "../wire/errors.ts";
+import { DecodeError } from "../../wire/mod.ts";
 import { encodeVarint, zigzagDecode } from "../../wire/mod.ts";
 import type { SessionCore } from "./core.ts";
 import { openRequest } from "./request_stream.ts";

@@ -11,7 +11,7 @@ import {
 import { normalizePath } from "../path.ts";
 import { Sender } from "../sender.ts";
 import { type CachedGroup, TrackProducer } from "../track.ts";
-import { DecodeError } from "../wire/errors.ts";
+import { DecodeError } from "../../wire/mod.ts";
 import type { StreamReader } from "../wire/stream_reader.ts";
 import { errorText, type SessionCore } from "./core.ts";
 import { decide, refuse } from "./serve_request.ts";

@@ -9,7 +9,7 @@ import {
 } from "../codec/messages.ts";
 import { MoqError } from "../errors.ts";
 import { normalizePath, wirePath } from "../path.ts";
-import { DecodeError } from "../wire/errors.ts";
+import { DecodeError } from "../../wire/mod.ts";
 import { encodeVarint } from "../../wire/mod.ts";
 import { connectionLost, errorText, type SessionCore } from "./core.ts";
 import { requestTrackInfo } from "./fetch.ts";

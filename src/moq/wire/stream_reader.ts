@@ -1,4 +1,4 @@
-import { DecodeError } from "./errors.ts";
+import { DecodeError } from "../../wire/mod.ts";
 
 /** Receives the byte count of every chunk read (for per-session counters). */
 export type ByteCounter = (n: number) => void;

@@ -1,4 +1,4 @@
-import { varintSize, writeVarint } from "../../wire/mod.ts";
+import { varintSize, writeVarint } from "./varint.ts";
 
 const encoder = new TextEncoder();
 
