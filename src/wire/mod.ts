@@ -8,6 +8,7 @@ export { concatBytes } from "./concat.ts";
 export { DecodeError } from "./decode_error.ts";
 export { Decoder } from "./decoder.ts";
 export { Encoder } from "./encoder.ts";
+export { type ByteCounter, StreamReader } from "./stream_reader.ts";
 export {
   decodeVarint,
   decodeVarintBig,

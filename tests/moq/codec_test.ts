@@ -34,7 +34,6 @@ import {
   type SubscribeResponse,
   type Version,
 } from "../../src/moq/codec/messages.ts";
-import { StreamReader } from "../../src/moq/wire/stream_reader.ts";
 import { DecodeError, Decoder, VARINT_MAX } from "../../src/wire/mod.ts";
 
 const hex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join(" ");
@@ -221,37 +220,4 @@ Deno.test("FETCH / PROBE / GOAWAY / DATAGRAM: captured bytes and round trips", (
   const dg = { subscribeId: 3n, sequence: 9, timestamp: 1000, payload: new Uint8Array([1, 2]) };
   assert.deepEqual(decodeDatagram(encodeDatagram(dg)), dg);
   assertDecodeError(() => decodeDatagram(bytes("03 09")), "truncated");
-});
-
-function streamOf(...chunks: string[]): ReadableStream<Uint8Array> {
-  return new ReadableStream({
-    start(c) {
-      for (const ch of chunks) c.enqueue(bytes(ch));
-      c.close();
-    },
-  });
-}
-
-Deno.test("stream reader: fields across chunk boundaries, FIN mid-field, size limits", async () => {
-  const r = new StreamReader(streamOf("40", "40 c0 00", "00 00 00 00 00 07", "03 61", "62 63"));
-  assert.equal(await r.u53(), 64);
-  assert.equal(await r.u62(), 7n);
-  assert.equal(new TextDecoder().decode(await r.message("m", 10)), "abc");
-  assert.equal(await r.done(), true);
-  const t = new StreamReader(streamOf("80 00"));
-  await assert.rejects(t.u53(), (e: unknown) => e instanceof DecodeError && e.kind === "truncated");
-  const big = new StreamReader(streamOf("44 00"));
-  await assert.rejects(
-    big.message("m", 100),
-    (e: unknown) => e instanceof DecodeError && e.kind === "too-large",
-  );
-  const short = new StreamReader(streamOf("05 61 62"));
-  await assert.rejects(
-    short.message("m", 100),
-    (e: unknown) => e instanceof DecodeError && e.kind === "truncated",
-  );
-  let counted = 0;
-  const c = new StreamReader(streamOf("01", "02 03"), (n) => counted += n);
-  assert.deepEqual(await c.bytes(3), bytes("01 02 03"));
-  assert.equal(counted, 3);
 });

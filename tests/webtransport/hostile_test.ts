@@ -4,8 +4,7 @@ import { encodeFrame } from "../../src/transport/webtransport/frame.ts";
 import { readHeaders } from "../../src/transport/webtransport/headers.ts";
 import { encodeFieldSection, type HeaderField } from "../../src/transport/webtransport/qpack.ts";
 import { encodeSettings } from "../../src/transport/webtransport/settings.ts";
-import { StreamReader } from "../../src/transport/webtransport/stream_reader.ts";
-import { concatBytes, encodeVarint } from "../../src/wire/mod.ts";
+import { concatBytes, encodeVarint, StreamReader } from "../../src/wire/mod.ts";
 import { readText, startServer, type TestServer, writeText } from "./_helpers.ts";
 
 // A raw HTTP/3 peer that writes hand-made bytes, to check how the server treats hostile input.

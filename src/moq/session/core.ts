@@ -10,7 +10,7 @@ import type { Version } from "../codec/messages.ts";
 import { MoqCode, MoqError } from "../errors.ts";
 import type { MoqStats } from "../stats.ts";
 import { DecodeError } from "../../wire/mod.ts";
-import { StreamReader } from "../wire/stream_reader.ts";
+import { StreamReader } from "../../wire/mod.ts";
 import type { MoqSession } from "./moq_session.ts";
 import type { Subscription } from "./subscription.ts";
 import type { MoqSessionOptions, ReceivedGroup } from "./types.ts";

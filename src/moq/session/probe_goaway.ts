@@ -8,7 +8,7 @@ import {
   MAX_CONTROL_MESSAGE,
 } from "../codec/messages.ts";
 import type { Sender } from "../sender.ts";
-import type { StreamReader } from "../wire/stream_reader.ts";
+import type { StreamReader } from "../../wire/mod.ts";
 import { encodeVarint } from "../../wire/mod.ts";
 import type { SessionCore } from "./core.ts";
 import { openRequest } from "./request_stream.ts";

@@ -1,7 +1,7 @@
 /** The consuming side's group streams: frames read within the session's size budgets. */
 import { decodeGroupHeader, MAX_CONTROL_MESSAGE } from "../codec/messages.ts";
 import { DecodeError } from "../../wire/mod.ts";
-import type { StreamReader } from "../wire/stream_reader.ts";
+import type { StreamReader } from "../../wire/mod.ts";
 import { zigzagDecode } from "../../wire/mod.ts";
 import type { SessionCore } from "./core.ts";
 

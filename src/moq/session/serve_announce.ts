@@ -10,7 +10,7 @@ import {
 import { normalizePath, pathSuffix } from "../path.ts";
 import { AsyncQueue } from "../queue.ts";
 import type { Sender } from "../sender.ts";
-import type { StreamReader } from "../wire/stream_reader.ts";
+import type { StreamReader } from "../../wire/mod.ts";
 import type { SessionCore } from "./core.ts";
 
 function isVisible(core: SessionCore, event: AnnounceEvent, excludeHop: bigint): boolean {

@@ -8,7 +8,7 @@ import {
 import { normalizePath } from "../path.ts";
 import type { Sender } from "../sender.ts";
 import { TrackProducer } from "../track.ts";
-import type { StreamReader } from "../wire/stream_reader.ts";
+import type { StreamReader } from "../../wire/mod.ts";
 import { errorText, type SessionCore } from "./core.ts";
 import type { ServeDecision, ServeRequest } from "./types.ts";
 

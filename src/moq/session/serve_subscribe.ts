@@ -12,7 +12,7 @@ import { normalizePath } from "../path.ts";
 import { Sender } from "../sender.ts";
 import { type CachedGroup, TrackProducer } from "../track.ts";
 import { DecodeError } from "../../wire/mod.ts";
-import type { StreamReader } from "../wire/stream_reader.ts";
+import type { StreamReader } from "../../wire/mod.ts";
 import { errorText, type SessionCore } from "./core.ts";
 import { decide, refuse } from "./serve_request.ts";
 

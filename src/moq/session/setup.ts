@@ -8,7 +8,7 @@ import {
   UniType,
 } from "../codec/messages.ts";
 import { Sender } from "../sender.ts";
-import type { StreamReader } from "../wire/stream_reader.ts";
+import type { StreamReader } from "../../wire/mod.ts";
 import { encodeVarint } from "../../wire/mod.ts";
 import { errorText, type SessionCore } from "./core.ts";
 

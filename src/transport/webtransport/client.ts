@@ -5,7 +5,7 @@ import { H3Connection, realTimers, type Timers } from "./h3_connection.ts";
 import { headersPayload, headerValue, readHeaders } from "./headers.ts";
 import type { HeaderField } from "./qpack.ts";
 import { supportsWebTransport } from "./settings.ts";
-import { StreamReader } from "./stream_reader.ts";
+import { StreamReader } from "../../wire/mod.ts";
 import { parseStringItem, serializeStringList } from "./structured_field.ts";
 import { WebTransportSession } from "./wt_session.ts";
 import { PREFERRED_PROTOCOLS } from "./server.ts";

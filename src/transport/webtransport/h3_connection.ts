@@ -9,8 +9,13 @@ import {
   WT_BIDI_SIGNAL,
 } from "./frame.ts";
 import { decodeSettings, localSettings, type Settings } from "./settings.ts";
-import { StreamReader, TruncatedError } from "./stream_reader.ts";
-import { concatBytes, decodeVarint, encodeVarint } from "../../wire/mod.ts";
+import {
+  concatBytes,
+  DecodeError,
+  decodeVarint,
+  encodeVarint,
+  StreamReader,
+} from "../../wire/mod.ts";
 import type { SessionHost, WebTransportSession } from "./wt_session.ts";
 
 /** Timer functions, injectable for tests. */
@@ -408,7 +413,7 @@ export class H3Connection implements SessionHost {
       }
     } catch (err) {
       if (err instanceof H3ConnectionError) throw err;
-      if (err instanceof TruncatedError) {
+      if (err instanceof DecodeError && err.kind === "truncated") {
         throw new H3ConnectionError(
           H3Code.CLOSED_CRITICAL_STREAM,
           "Control stream closed mid-frame",

@@ -4,7 +4,7 @@ import { encodeFrame, FrameType } from "./frame.ts";
 import { H3Connection, type Timers } from "./h3_connection.ts";
 import { headersPayload, headerValue, isWellFormed, readHeaders } from "./headers.ts";
 import { type HeaderField, HeaderTooLargeError } from "./qpack.ts";
-import type { StreamReader } from "./stream_reader.ts";
+import type { StreamReader } from "../../wire/mod.ts";
 import { parseStringList, serializeString } from "./structured_field.ts";
 import { WebTransportSession } from "./wt_session.ts";
 

@@ -7,12 +7,11 @@ import type {
   StreamOptions,
 } from "../session.ts";
 import { AsyncQueue } from "./async_queue.ts";
-import { concatBytes, decodeVarint, encodeVarint } from "../../wire/mod.ts";
+import { concatBytes, decodeVarint, encodeVarint, type StreamReader } from "../../wire/mod.ts";
 import { recvStream } from "./recv_stream.ts";
 import { CapsuleType, decodeCloseCapsule, encodeCloseCapsule } from "./capsule.ts";
 import { H3Code, H3ConnectionError } from "./errors.ts";
 import { encodeFrame, FrameType, HTTP2_RESERVED_FRAME_TYPES, wtStreamHeader } from "./frame.ts";
-import type { StreamReader } from "./stream_reader.ts";
 
 /** What a WebTransport session needs from its HTTP/3 connection. */
 export interface SessionHost {
