@@ -4,9 +4,11 @@
  *
  * @module
  */
+export { BackpressureQueue } from "./backpressure_queue.ts";
 export { concatBytes } from "./concat.ts";
 export { DecodeError } from "./decode_error.ts";
 export { Decoder } from "./decoder.ts";
+export { DropOldestQueue } from "./drop_oldest_queue.ts";
 export { Encoder } from "./encoder.ts";
 export { type ByteCounter, StreamReader } from "./stream_reader.ts";
 export {

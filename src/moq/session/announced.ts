@@ -1,5 +1,5 @@
 /** The consuming side of announcements: follows which broadcasts the peer announces under a prefix. */
-import { concatBytes } from "../../wire/mod.ts";
+import { BackpressureQueue, concatBytes } from "../../wire/mod.ts";
 import type { AnnounceEvent } from "../announcer.ts";
 import {
   type AnnounceOk,
@@ -10,7 +10,6 @@ import {
   MAX_CONTROL_MESSAGE,
 } from "../codec/messages.ts";
 import { hasPrefix, joinPath, normalizePath, wirePrefix } from "../path.ts";
-import { AsyncQueue } from "../queue.ts";
 import { DecodeError } from "../../wire/mod.ts";
 import { encodeVarint } from "../../wire/mod.ts";
 import type { SessionCore } from "./core.ts";
@@ -24,7 +23,7 @@ export function announced(
 ): AsyncIterable<AnnounceEvent> {
   const canonical = normalizePath(prefix);
   const closing = new AbortController();
-  const queue = new AsyncQueue<AnnounceEvent>(1024, () => closing.abort());
+  const queue = new BackpressureQueue<AnnounceEvent>(1024, () => closing.abort());
   const signal = options.signal;
   const onAbort = () => {
     closing.abort();
@@ -50,7 +49,7 @@ export function announced(
 async function runAnnounced(
   core: SessionCore,
   prefix: string,
-  queue: AsyncQueue<AnnounceEvent>,
+  queue: BackpressureQueue<AnnounceEvent>,
   closing: AbortSignal,
 ): Promise<void> {
   const active = new Map<string, readonly bigint[]>();

@@ -1,7 +1,7 @@
 /** The consuming side's handle on one of the peer's tracks: groups in, updates out. */
 import type { SubscribeUpdate, TrackInfo } from "../codec/messages.ts";
 import { MoqError } from "../errors.ts";
-import { AsyncQueue } from "../queue.ts";
+import { BackpressureQueue as AsyncQueue } from "../../wire/mod.ts";
 import type { ReceivedGroup } from "./types.ts";
 
 /** A subscription to one of the peer's tracks: iterate it for groups. */

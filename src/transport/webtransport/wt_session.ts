@@ -6,8 +6,13 @@ import type {
   SessionCloseInfo,
   StreamOptions,
 } from "../session.ts";
-import { AsyncQueue } from "./async_queue.ts";
-import { concatBytes, decodeVarint, encodeVarint, type StreamReader } from "../../wire/mod.ts";
+import {
+  concatBytes,
+  decodeVarint,
+  DropOldestQueue,
+  encodeVarint,
+  type StreamReader,
+} from "../../wire/mod.ts";
 import { recvStream } from "./recv_stream.ts";
 import { CapsuleType, decodeCloseCapsule, encodeCloseCapsule } from "./capsule.ts";
 import { H3Code, H3ConnectionError } from "./errors.ts";
@@ -52,9 +57,9 @@ export class WebTransportSession implements Session {
   #host: SessionHost;
   #writer: WritableStreamDefaultWriter<Uint8Array>;
   #reader: StreamReader;
-  #bidi = new AsyncQueue<BidiStream>();
-  #uni = new AsyncQueue<RecvStream>();
-  #datagrams = new AsyncQueue<Uint8Array>(MAX_BUFFERED_DATAGRAMS);
+  #bidi = new DropOldestQueue<BidiStream>();
+  #uni = new DropOldestQueue<RecvStream>();
+  #datagrams = new DropOldestQueue<Uint8Array>(MAX_BUFFERED_DATAGRAMS);
   #datagramPrefix: Uint8Array;
   #resolveClosed!: (info: SessionCloseInfo) => void;
   #resolveDrain!: () => void;
