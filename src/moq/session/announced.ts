@@ -1,5 +1,5 @@
 /** The consuming side of announcements: follows which broadcasts the peer announces under a prefix. */
-import { BackpressureQueue, concatBytes } from "../../wire/mod.ts";
+import { BackpressureQueue, concatBytes, DecodeError, encodeVarint } from "../../wire/mod.ts";
 import type { AnnounceEvent } from "../announcer.ts";
 import {
   type AnnounceOk,
@@ -10,8 +10,6 @@ import {
   MAX_CONTROL_MESSAGE,
 } from "../codec/messages.ts";
 import { hasPrefix, joinPath, normalizePath, wirePrefix } from "../path.ts";
-import { DecodeError } from "../../wire/mod.ts";
-import { encodeVarint } from "../../wire/mod.ts";
 import type { SessionCore } from "./core.ts";
 import { ClosableRequest } from "./request_stream.ts";
 

@@ -9,8 +9,7 @@ import type { RecvStream, Session, SessionCloseInfo } from "../../transport/mod.
 import type { Version } from "../codec/messages.ts";
 import { MoqCode, MoqError } from "../errors.ts";
 import type { MoqStats } from "../stats.ts";
-import { DecodeError } from "../../wire/mod.ts";
-import { StreamReader } from "../../wire/mod.ts";
+import { DecodeError, StreamReader } from "../../wire/mod.ts";
 import type { MoqSession } from "./moq_session.ts";
 import type { Subscription } from "./subscription.ts";
 import type { MoqSessionOptions, ReceivedGroup } from "./types.ts";

@@ -1,5 +1,5 @@
 /** The serving side of announcements: tells the peer which of our broadcasts exist, and changes. */
-import { BackpressureQueue, concatBytes } from "../../wire/mod.ts";
+import { BackpressureQueue, concatBytes, type StreamReader } from "../../wire/mod.ts";
 import type { AnnounceEvent } from "../announcer.ts";
 import {
   decodeAnnounceRequest,
@@ -9,7 +9,6 @@ import {
 } from "../codec/messages.ts";
 import { normalizePath, pathSuffix } from "../path.ts";
 import type { Sender } from "../sender.ts";
-import type { StreamReader } from "../../wire/mod.ts";
 import type { SessionCore } from "./core.ts";
 
 function isVisible(core: SessionCore, event: AnnounceEvent, excludeHop: bigint): boolean {

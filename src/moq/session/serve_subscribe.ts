@@ -1,6 +1,6 @@
 /** The serving side of SUBSCRIBE: feeds one of our tracks to the peer, group by group. */
 import type { BidiStream } from "../../transport/mod.ts";
-import { concatBytes } from "../../wire/mod.ts";
+import { concatBytes, DecodeError, type StreamReader } from "../../wire/mod.ts";
 import {
   decodeSubscribe,
   decodeSubscribeUpdate,
@@ -11,8 +11,6 @@ import {
 import { normalizePath } from "../path.ts";
 import { Sender } from "../sender.ts";
 import { type CachedGroup, TrackProducer } from "../track.ts";
-import { DecodeError } from "../../wire/mod.ts";
-import type { StreamReader } from "../../wire/mod.ts";
 import { errorText, type SessionCore } from "./core.ts";
 import { decide, refuse } from "./serve_request.ts";
 

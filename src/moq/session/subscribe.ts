@@ -1,5 +1,5 @@
 /** The consuming side of SUBSCRIBE: opens a subscription to the peer's track and follows its responses. */
-import { concatBytes } from "../../wire/mod.ts";
+import { concatBytes, DecodeError, encodeVarint } from "../../wire/mod.ts";
 import {
   BidiType,
   decodeSubscribeResponse,
@@ -9,8 +9,6 @@ import {
 } from "../codec/messages.ts";
 import { MoqError } from "../errors.ts";
 import { normalizePath, wirePath } from "../path.ts";
-import { DecodeError } from "../../wire/mod.ts";
-import { encodeVarint } from "../../wire/mod.ts";
 import { connectionLost, errorText, type SessionCore } from "./core.ts";
 import { requestTrackInfo } from "./fetch.ts";
 import { ClosableRequest } from "./request_stream.ts";
