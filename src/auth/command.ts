@@ -1,3 +1,4 @@
+import { errorText } from "../errors/mod.ts";
 import { exportJWK, generateKeyPair } from "jose";
 import { ed25519Thumbprint, parseKeySet } from "./key_set.ts";
 import { pathProblem, prefixCovers } from "./path.ts";
@@ -100,7 +101,7 @@ export async function runAuthCommand(args: string[], io: AuthCommandIo = {}): Pr
       stderr(`sluice auth: ${error.message}\n\n${USAGE}`);
       return 2;
     }
-    stderr(`sluice auth ${command}: ${error instanceof Error ? error.message : String(error)}\n`);
+    stderr(`sluice auth ${command}: ${errorText(error)}\n`);
     return 1;
   }
 }

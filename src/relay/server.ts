@@ -1,3 +1,4 @@
+import { errorStack } from "../errors/mod.ts";
 import { AuthError, type Verifier } from "../auth/mod.ts";
 import { problemResponse, type RunningServer, startHttpServer } from "../http/mod.ts";
 import {
@@ -133,7 +134,7 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
         port,
         tls: { cert: options.tls.certPem, key: options.tls.keyPem },
         onError: (e: unknown) => {
-          log(`relay: HTTP handler failed: ${e instanceof Error ? e.stack : e}`);
+          log(`relay: HTTP handler failed: ${errorStack(e)}`);
           return problemResponse(500, "The relay failed to answer; see its log");
         },
       }));

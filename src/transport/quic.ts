@@ -9,6 +9,7 @@
  * streams use `waitUntilAvailable` so the peer's stream limit applies
  * back-pressure instead of throwing; stream resets carry no code.
  */
+import { errorText } from "../errors/mod.ts";
 import type {
   BidiStream,
   RecvStream,
@@ -65,7 +66,7 @@ class QuicSession implements Session {
       (err: unknown): SessionCloseInfo =>
         this.#local ?? {
           code: 0,
-          reason: err instanceof Error ? err.message : String(err),
+          reason: errorText(err),
           dropped: true,
         },
     ).finally(() => {
@@ -275,7 +276,7 @@ export async function connectQuicSession(
     if (options.signal?.aborted) {
       throw new QuicConnectError("aborted", `Dial to "${url.host}" aborted`, { cause: err });
     }
-    const message = err instanceof Error ? err.message : String(err);
+    const message = errorText(err);
     const kind = /certificate|handshake|tls/i.test(message) ? "tls" : "network";
     throw new QuicConnectError(kind, `Cannot dial "${url.host}": ${message}`, { cause: err });
   }

@@ -1,3 +1,4 @@
+import { errorText } from "../../errors/mod.ts";
 import type { Grant } from "../../auth/mod.ts";
 import type { OriginPolicy } from "../../http/mod.ts";
 import type { Logger } from "../../log/mod.ts";
@@ -84,9 +85,7 @@ export async function startLiveListener(options: LiveListenerOptions): Promise<L
             return true;
           } catch (error) {
             log.info(
-              `MoQ subscriber ${s.remote} refused: ${
-                error instanceof Error ? error.message : error
-              }`,
+              `MoQ subscriber ${s.remote} refused: ${errorText(error)}`,
             );
             return false;
           }

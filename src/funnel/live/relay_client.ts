@@ -1,3 +1,4 @@
+import { errorText } from "../../errors/mod.ts";
 import type { Logger } from "../../log/mod.ts";
 import { connect, hasPrefix, type MoqSession, normalizePath } from "../../moq/mod.ts";
 import { connectQuicSession } from "../../transport/quic.ts";
@@ -183,7 +184,7 @@ export class RelayClient {
       (why) => this.#scheduleRedial(why),
       (error: unknown) =>
         this.#scheduleRedial(
-          `cannot connect (${error instanceof Error ? error.message : String(error)})`,
+          `cannot connect (${errorText(error)})`,
         ),
     );
     this.#running = run;
@@ -251,7 +252,7 @@ export class RelayClient {
         if (timedOut) throw new Error(`no answer within ${timeoutMs / 1000} s`);
         if (o.insecure && !(error instanceof Error && error.message.includes("--unsafely"))) {
           throw new Error(
-            `${error instanceof Error ? error.message : error} (RELAY_TLS_INSECURE takes ` +
+            `${errorText(error)} (RELAY_TLS_INSECURE takes ` +
               `effect only when the funnel runs with --unsafely-ignore-certificate-errors; ` +
               `RELAY_CA_FILE works without it)`,
           );

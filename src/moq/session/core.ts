@@ -5,6 +5,7 @@
  * that stream, is logged once per kind, and never escapes into the session
  * or the process.
  */
+import { errorText } from "../../errors/mod.ts";
 import type { RecvStream, Session, SessionCloseInfo } from "../../transport/mod.ts";
 import type { Version } from "../codec/messages.ts";
 import { MoqCode, MoqError } from "../errors.ts";
@@ -16,11 +17,6 @@ import type { MoqSessionOptions, ReceivedGroup } from "./types.ts";
 
 /** The close code for the peer's protocol violations. */
 export const PROTOCOL_CODE = MoqCode.ProtocolViolation;
-
-/** The message of an error (or the thrown value as text). */
-export function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
 
 /** True for the errors a stream operation fails with once the whole connection is gone. */
 export function connectionLost(err: unknown): boolean {

@@ -11,7 +11,8 @@ import {
 import { normalizePath } from "../path.ts";
 import { Sender } from "../sender.ts";
 import { type CachedGroup, TrackProducer } from "../track.ts";
-import { errorText, type SessionCore } from "./core.ts";
+import { errorText } from "../../errors/mod.ts";
+import type { SessionCore } from "./core.ts";
 import { decide, refuse } from "./serve_request.ts";
 
 /** Serves a SUBSCRIBE: one group stream per group, range updates read from the same stream. */

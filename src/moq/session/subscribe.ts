@@ -9,7 +9,8 @@ import {
 } from "../codec/messages.ts";
 import { MoqError } from "../errors.ts";
 import { normalizePath, wirePath } from "../path.ts";
-import { connectionLost, errorText, type SessionCore } from "./core.ts";
+import { errorText } from "../../errors/mod.ts";
+import { connectionLost, type SessionCore } from "./core.ts";
 import { requestTrackInfo } from "./fetch.ts";
 import { ClosableRequest } from "./request_stream.ts";
 import { Subscription } from "./subscription.ts";

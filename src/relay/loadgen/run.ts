@@ -1,3 +1,4 @@
+import { errorText } from "../../errors/mod.ts";
 import { generateDevCertificate } from "../../certs/mod.ts";
 import { connect, type MoqSession, TrackProducer } from "../../moq/mod.ts";
 import { connectQuicSession } from "../../transport/quic.ts";
@@ -492,7 +493,7 @@ export async function runLoadgen(args: readonly string[]): Promise<number> {
   try {
     o = parseLoadgenArgs(args);
   } catch (e) {
-    console.error(e instanceof Error ? e.message : String(e));
+    console.error(errorText(e));
     return 2;
   }
   const tty = Deno.stderr.isTerminal();

@@ -1,6 +1,7 @@
 /// <reference lib="deno.worker" />
 // A load-generator worker: holds many subscriber sessions on one track and
 // reports delivery latency and counts to the main thread.
+import { errorText } from "../../errors/mod.ts";
 import { connect, type MoqSession } from "../../moq/mod.ts";
 import { quicSession } from "../../transport/quic.ts";
 import type { Session } from "../../transport/mod.ts";
@@ -86,7 +87,7 @@ async function runSub(cfg: WorkerStart, sub: Sub): Promise<void> {
     if (!sub.held) connecting--;
     sub.held = false;
     failed++;
-    firstError ??= e instanceof Error ? e.message : String(e);
+    firstError ??= errorText(e);
   }
 }
 

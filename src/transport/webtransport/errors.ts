@@ -1,3 +1,5 @@
+import { errorText } from "../../errors/mod.ts";
+
 /** HTTP/3, QPACK and HTTP-datagram error codes (RFC 9114 §8.1, RFC 9204 §6, RFC 9297 §5.2). */
 export const H3Code = {
   NO_ERROR: 0x100,
@@ -87,7 +89,7 @@ export function wtErrorFromHttp3(h3: number): number | undefined {
  * ("stream reset by peer: error 91141958510854", "sending stopped by peer: error 9").
  */
 export function peerStreamErrorCode(err: unknown): number | undefined {
-  const message = err instanceof Error ? err.message : String(err);
+  const message = errorText(err);
   const m = /(?:reset by peer|stopped by peer)[^0-9]*error (\d+)/.exec(message);
   return m?.[1] === undefined ? undefined : Number(m[1]);
 }
