@@ -1,3 +1,4 @@
+import { errorText } from "../errors/mod.ts";
 import type { Verifier } from "../auth/mod.ts";
 import {
   accept,
@@ -108,7 +109,7 @@ export class RelaySessions {
     }
     const task = this.#serve(session).catch((e) => {
       this.#opts.log(
-        `relay: session ${session.remote} failed: ${e instanceof Error ? e.message : e}`,
+        `relay: session ${session.remote} failed: ${errorText(e)}`,
       );
     });
     this.#tasks.add(task);
@@ -156,7 +157,7 @@ export class RelaySessions {
             admission = await admitSession(s.url, o.verifier);
             return true;
           } catch (e) {
-            o.log(`relay: session ${s.remote} refused: ${e instanceof Error ? e.message : e}`);
+            o.log(`relay: session ${s.remote} refused: ${errorText(e)}`);
             return false;
           }
         },
