@@ -11,6 +11,7 @@ export type {
   SessionCloseInfo,
   StreamOptions,
 } from "./session.ts";
+export { SessionClosedError, StreamError, type StreamErrorKind } from "./errors.ts";
 export {
   type CertificateHash,
   connectQuicSession,

@@ -18,6 +18,8 @@ import type {
   SessionCloseInfo,
   StreamOptions,
 } from "./session.ts";
+import { SessionClosedError } from "./errors.ts";
+import { fromDenoQuicError } from "./quic_errors.ts";
 
 /** ALPN tokens of the moq-lite versions served over native QUIC. */
 export const MOQ_ALPNS: readonly string[] = ["moq-lite-05", "moq-lite-04"];
@@ -83,10 +85,15 @@ class QuicSession implements Session {
   }
 
   async openBidi(options?: StreamOptions): Promise<BidiStream> {
-    const s = await this.#conn.createBidirectionalStream({
-      sendOrder: options?.sendOrder ?? 0,
-      waitUntilAvailable: true,
-    });
+    let s: Deno.QuicBidirectionalStream;
+    try {
+      s = await this.#conn.createBidirectionalStream({
+        sendOrder: options?.sendOrder ?? 0,
+        waitUntilAvailable: true,
+      });
+    } catch (err) {
+      throw this.#openFailed(err);
+    }
     return {
       readable: s.readable,
       writable: s.writable,
@@ -95,11 +102,27 @@ class QuicSession implements Session {
   }
 
   async openUni(options?: StreamOptions): Promise<SendStream> {
-    const s = await this.#conn.createUnidirectionalStream({
-      sendOrder: options?.sendOrder ?? 0,
-      waitUntilAvailable: true,
-    });
+    let s: Deno.QuicSendStream;
+    try {
+      s = await this.#conn.createUnidirectionalStream({
+        sendOrder: options?.sendOrder ?? 0,
+        waitUntilAvailable: true,
+      });
+    } catch (err) {
+      throw this.#openFailed(err);
+    }
     return { writable: s, setSendOrder: (order: number) => setOrder(s, order) };
+  }
+
+  translateError(err: unknown): unknown {
+    return fromDenoQuicError(err);
+  }
+
+  // Deno words a failed open on a closed connection as a plain Error ("closed").
+  #openFailed(err: unknown): unknown {
+    const translated = fromDenoQuicError(err);
+    if (translated !== err || !this.#ended) return translated;
+    return new SessionClosedError(errorText(err), { cause: err });
   }
 
   async acceptBidi(): Promise<BidiStream | undefined> {

@@ -193,6 +193,7 @@ export function stallable(session: Session): { session: Session; hold(): void; r
       while (gate) await gate;
       return await session.acceptUni();
     },
+    translateError: (err) => session.translateError(err),
     close: (code, reason) => session.close(code, reason),
   };
   return {

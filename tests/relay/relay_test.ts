@@ -212,6 +212,7 @@ function gatedUni(session: Session): { session: Session; hold(): void; release()
       while (gate) await gate;
       return session.acceptUni();
     },
+    translateError: (err) => session.translateError(err),
     close: (code, reason) => session.close(code, reason),
   };
   return {

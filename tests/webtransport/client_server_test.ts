@@ -2,7 +2,9 @@ import assert from "node:assert/strict";
 import {
   connectWebTransport,
   WebTransportRefusedError,
+  WebTransportStreamError,
 } from "../../src/transport/webtransport/mod.ts";
+import { SessionClosedError, StreamError } from "../../src/transport/mod.ts";
 import { connectQuicSession } from "../../src/transport/quic.ts";
 import { readText, startServer, writeText } from "./_helpers.ts";
 
@@ -214,5 +216,34 @@ Deno.test("client gives up after its timeout when the server never answers the C
   } finally {
     await t.stop();
     release?.();
+  }
+});
+
+Deno.test("a peer's STOP_SENDING on a WebTransport stream is a StreamError with the WT code", async () => {
+  const t = await startServer();
+  try {
+    const client = await connectWebTransport(t.url("/errors"), {
+      serverCertificateHashes: [t.cert.sha256],
+    });
+    const server = (await t.sessions.next())!;
+    const bidi = await client.openBidi();
+    const w = bidi.writable.getWriter();
+    await w.write(new TextEncoder().encode("x"));
+    const peer = (await server.acceptBidi())!;
+    await peer.readable.cancel(); // STOP_SENDING
+    let rejected: unknown;
+    for (let i = 0; i < 500 && rejected === undefined; i++) {
+      await w.write(new Uint8Array(1000)).catch((e: unknown) => rejected = e);
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    const err = client.translateError(rejected);
+    assert.ok(err instanceof WebTransportStreamError, String(err));
+    assert.ok(err instanceof StreamError);
+    assert.equal(err.kind, "stopped");
+    assert.equal(err.code, 0);
+    client.close(0, "");
+    await assert.rejects(client.openUni(), SessionClosedError);
+  } finally {
+    await t.stop();
   }
 });

@@ -18,12 +18,6 @@ import type { MoqSessionOptions, ReceivedGroup } from "./types.ts";
 /** The close code for the peer's protocol violations. */
 export const PROTOCOL_CODE = MoqCode.ProtocolViolation;
 
-/** True for the errors a stream operation fails with once the whole connection is gone. */
-export function connectionLost(err: unknown): boolean {
-  return err instanceof Deno.errors.NotConnected || err instanceof Deno.errors.ConnectionReset ||
-    err instanceof Deno.errors.ConnectionAborted || err instanceof Deno.errors.BrokenPipe;
-}
-
 /** One session's internal state, shared by its setup, serving and consuming parts. */
 export class SessionCore {
   /** The public session this state belongs to (handed to the application's callbacks). */

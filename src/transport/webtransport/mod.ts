@@ -22,11 +22,10 @@ export { H3Connection, type Timers } from "./h3_connection.ts";
 export {
   H3Code,
   H3ConnectionError,
-  peerStreamErrorCode,
   WebTransportRefusedError,
   WebTransportStreamError,
   wtErrorFromHttp3,
   wtErrorToHttp3,
 } from "./errors.ts";
 export { asWebTransport, type WebTransportLike } from "./as_web_transport.ts";
-export { streamErrorCode } from "./stream_error.ts";
+export { fromWebTransportStreamError, streamErrorCode } from "./stream_error.ts";

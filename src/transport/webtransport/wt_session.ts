@@ -15,7 +15,9 @@ import {
 } from "../../wire/mod.ts";
 import { recvStream } from "./recv_stream.ts";
 import { CapsuleType, decodeCloseCapsule, encodeCloseCapsule } from "./capsule.ts";
+import { SessionClosedError } from "../errors.ts";
 import { H3Code, H3ConnectionError } from "./errors.ts";
+import { fromWebTransportStreamError } from "./stream_error.ts";
 import { encodeFrame, FrameType, HTTP2_RESERVED_FRAME_TYPES, wtStreamHeader } from "./frame.ts";
 
 /** What a WebTransport session needs from its HTTP/3 connection. */
@@ -93,11 +95,16 @@ export class WebTransportSession implements Session {
   /** Opens a bidirectional WT stream. */
   async openBidi(options?: StreamOptions): Promise<BidiStream> {
     this.#assertOpen();
-    const s = await this.#host.conn.createBidirectionalStream({
-      sendOrder: options?.sendOrder ?? 0,
-      waitUntilAvailable: true,
-    });
-    await writeHeader(s.writable, wtStreamHeader("bidi", this.id));
+    let s: Deno.QuicBidirectionalStream;
+    try {
+      s = await this.#host.conn.createBidirectionalStream({
+        sendOrder: options?.sendOrder ?? 0,
+        waitUntilAvailable: true,
+      });
+      await writeHeader(s.writable, wtStreamHeader("bidi", this.id));
+    } catch (err) {
+      throw fromWebTransportStreamError(err);
+    }
     return {
       readable: recvStream(s.readable.getReader()),
       writable: s.writable,
@@ -108,12 +115,22 @@ export class WebTransportSession implements Session {
   /** Opens a unidirectional WT stream. */
   async openUni(options?: StreamOptions): Promise<SendStream> {
     this.#assertOpen();
-    const s = await this.#host.conn.createUnidirectionalStream({
-      sendOrder: options?.sendOrder ?? 0,
-      waitUntilAvailable: true,
-    });
-    await writeHeader(s, wtStreamHeader("uni", this.id));
+    let s: Deno.QuicSendStream;
+    try {
+      s = await this.#host.conn.createUnidirectionalStream({
+        sendOrder: options?.sendOrder ?? 0,
+        waitUntilAvailable: true,
+      });
+      await writeHeader(s, wtStreamHeader("uni", this.id));
+    } catch (err) {
+      throw fromWebTransportStreamError(err);
+    }
     return { writable: s, setSendOrder: (o) => void (s.sendOrder = o) };
+  }
+
+  /** Translates a WT stream's Deno error into a neutral one, with WebTransport codes. */
+  translateError(err: unknown): unknown {
+    return fromWebTransportStreamError(err);
   }
 
   /** Next peer-opened bidirectional stream, undefined once the session ended. */
@@ -194,7 +211,7 @@ export class WebTransportSession implements Session {
   }
 
   #assertOpen(): void {
-    if (this.#done) throw new Error("WebTransport session is closed");
+    if (this.#done) throw new SessionClosedError("WebTransport session is closed");
   }
 
   #finish(info: SessionCloseInfo): void {
