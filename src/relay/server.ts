@@ -1,6 +1,7 @@
 import { errorStack } from "../errors/mod.ts";
 import { AuthError, type Verifier } from "../auth/mod.ts";
 import { problemResponse, type RunningServer, startHttpServer } from "../http/mod.ts";
+import { VERSIONS } from "../moq/mod.ts";
 import {
   type Admission as WtAdmission,
   chooseProtocol,
@@ -58,7 +59,7 @@ export function webTransportAdmission(
   verifier: Verifier | undefined,
 ): (req: WebTransportRequest) => Promise<WtAdmission> {
   return async (req) => {
-    const protocol = chooseProtocol(req.protocols);
+    const protocol = chooseProtocol(req.protocols, VERSIONS);
     if (protocol === undefined) return { status: 400, reason: "No supported protocol offered" };
     if (req.origin !== undefined && origins !== "*" && !origins.includes(req.origin)) {
       return { status: 403, reason: `Origin ${req.origin} is not allowed` };
@@ -126,6 +127,7 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
         port,
         certPem: options.tls.certPem,
         keyPem: options.tls.keyPem,
+        protocols: VERSIONS,
         admitWebTransport: webTransportAdmission(options.corsAllowedOrigins, options.verifier),
         onSession: (s) => sessions.handle(s),
       }), (port) =>

@@ -19,7 +19,6 @@ export {
   formatAddr,
   listenQuic,
   type ListenQuicOptions,
-  MOQ_ALPNS,
   QuicConnectError,
   quicSession,
   type QuicSessionListener,

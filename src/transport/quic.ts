@@ -21,9 +21,6 @@ import type {
 import { SessionClosedError } from "./errors.ts";
 import { fromDenoQuicError } from "./quic_errors.ts";
 
-/** ALPN tokens of the moq-lite versions served over native QUIC. */
-export const MOQ_ALPNS: readonly string[] = ["moq-lite-05", "moq-lite-04"];
-
 /** Options for {@linkcode quicSession}. */
 export interface QuicSessionOptions {
   /** The URL the client dialed, when known (client side). */
@@ -216,8 +213,8 @@ export interface ConnectQuicSessionOptions {
    * so `true` throws a TypeError: use `caCerts` or `serverCertificateHashes`.
    */
   readonly insecure?: boolean;
-  /** ALPN offers, preferred first (default moq-lite-05, moq-lite-04). */
-  readonly alpn?: readonly string[];
+  /** ALPN offers, preferred first: the application's protocols (moq's `VERSIONS`). */
+  readonly alpn: readonly string[];
   /** TLS server name (default: the URL's host). */
   readonly serverName?: string;
   /** Abandons the dial. */
@@ -251,13 +248,14 @@ export class QuicConnectError extends Error {
  * @example
  * ```ts
  * const session = await connectQuicSession(new URL("moqt://127.0.0.1:4443/?jwt=..."), {
+ *   alpn: VERSIONS, // from src/moq: moq-lite-05, moq-lite-04
  *   caCerts: [await Deno.readTextFile("certs/server.crt")],
  * });
  * ```
  */
 export async function connectQuicSession(
   url: URL,
-  options: ConnectQuicSessionOptions = {},
+  options: ConnectQuicSessionOptions,
 ): Promise<Session> {
   if (url.protocol !== "moqt:" && url.protocol !== "https:" && url.protocol !== "moq:") {
     throw new QuicConnectError("url", `Cannot dial "${url.href}": scheme must be moqt:`);
@@ -269,7 +267,7 @@ export async function connectQuicSession(
   }
   const hostname = url.hostname.replace(/^\[|\]$/g, "");
   const port = url.port ? Number(url.port) : 443;
-  const alpn = [...(options.alpn ?? MOQ_ALPNS)];
+  const alpn = [...options.alpn];
   // Deno 2.9 honours serverCertificateHashes at runtime; its type declarations omit it.
   const dial: Deno.ConnectQuicOptions<false> & {
     serverCertificateHashes?: { algorithm: string; value: Uint8Array }[];
@@ -339,8 +337,8 @@ export interface ListenQuicOptions {
   readonly cert: string;
   /** Private key (PEM). */
   readonly key: string;
-  /** ALPN tokens accepted (default moq-lite-05, moq-lite-04). */
-  readonly alpn?: readonly string[];
+  /** ALPN tokens accepted, preferred first: the application's protocols (moq's `VERSIONS`). */
+  readonly alpn: readonly string[];
   /** Incoming uni stream limit per connection (default 1000). */
   readonly maxConcurrentUnidirectionalStreams?: number;
   /** Incoming bidi stream limit per connection (default 100). */
@@ -370,7 +368,7 @@ export function listenQuic(options: ListenQuicOptions): QuicSessionListener {
   const listener = endpoint.listen({
     cert: options.cert,
     key: options.key,
-    alpnProtocols: [...(options.alpn ?? MOQ_ALPNS)],
+    alpnProtocols: [...options.alpn],
     maxConcurrentUnidirectionalStreams: options.maxConcurrentUnidirectionalStreams ?? 1000,
     maxConcurrentBidirectionalStreams: options.maxConcurrentBidirectionalStreams ?? 100,
     maxIdleTimeout: options.maxIdleTimeout ?? 30_000,

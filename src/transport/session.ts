@@ -23,7 +23,7 @@
 export interface Session {
   /** Which transport carries the session. */
   readonly transport: "quic" | "webtransport";
-  /** Negotiated application protocol: "moq-lite-05" or "moq-lite-04" (ALPN or WT-Protocol). */
+  /** Negotiated application protocol (ALPN or WT-Protocol), one of the list the caller passed, e.g. "moq-lite-05". */
   readonly protocol: string;
   /** The URL the client dialed (path and query, e.g. the `jwt` parameter), when known. */
   readonly url: URL | undefined;

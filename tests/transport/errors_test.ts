@@ -7,13 +7,15 @@ import {
   SessionClosedError,
   StreamError,
 } from "../../src/transport/mod.ts";
+import { VERSIONS } from "../../src/moq/mod.ts";
 
 const cert = await generateDevCertificate();
 
 async function quicPair(): Promise<{ client: Session; server: Session; stop(): void }> {
-  const listener = listenQuic({ cert: cert.certPem, key: cert.keyPem });
+  const listener = listenQuic({ alpn: VERSIONS, cert: cert.certPem, key: cert.keyPem });
   const serverP = listener[Symbol.asyncIterator]().next();
   const client = await connectQuicSession(new URL(`moqt://127.0.0.1:${listener.addr.port}/`), {
+    alpn: VERSIONS,
     serverCertificateHashes: [{ algorithm: "sha-256", value: cert.sha256 }],
   });
   const server = (await serverP).value!;

@@ -4,6 +4,7 @@ import { concatBytes, DropOldestQueue } from "../../src/wire/mod.ts";
 import { listen, type Listener, type ListenOptions } from "../../src/transport/listener.ts";
 import type { Session } from "../../src/transport/session.ts";
 import type { WebTransportRequest } from "../../src/transport/webtransport/mod.ts";
+import { VERSIONS } from "../../src/moq/mod.ts";
 
 export { testCert as testCertificate } from "../support/moq.ts";
 
@@ -28,6 +29,7 @@ export async function startServer(
   const requests: WebTransportRequest[] = [];
   const admit = options.admitWebTransport;
   const server = await listen({
+    protocols: VERSIONS,
     ...options,
     certPem: cert.certPem,
     keyPem: cert.keyPem,

@@ -7,11 +7,13 @@ import {
 import { SessionClosedError, StreamError } from "../../src/transport/mod.ts";
 import { connectQuicSession } from "../../src/transport/quic.ts";
 import { readText, startServer, writeText } from "./_helpers.ts";
+import { VERSIONS } from "../../src/moq/mod.ts";
 
 Deno.test("our client and server: lite-05, streams with FIN both ways, datagrams, close code both ways", async () => {
   const t = await startServer();
   try {
     const client = await connectWebTransport(t.url("/live/room?jwt=abc"), {
+      protocols: VERSIONS,
       serverCertificateHashes: [t.cert.sha256],
       origin: "https://app.example",
     });
@@ -73,6 +75,7 @@ Deno.test("server close reaches the client with code and reason", async () => {
   const t = await startServer();
   try {
     const client = await connectWebTransport(t.url("/x"), {
+      protocols: VERSIONS,
       serverCertificateHashes: [t.cert.sha256],
     });
     const server = await t.sessions.next();
@@ -124,7 +127,7 @@ Deno.test("admission refusals surface as typed errors with the status, before an
     },
   });
   try {
-    const opts = { serverCertificateHashes: [t.cert.sha256] };
+    const opts = { protocols: VERSIONS, serverCertificateHashes: [t.cert.sha256] };
     const statusOf = async (url: URL, origin?: string): Promise<number> => {
       try {
         const s = await connectWebTransport(url, origin ? { ...opts, origin } : opts);
@@ -154,13 +157,17 @@ Deno.test("the same UDP port serves native QUIC moq-lite by ALPN", async () => {
   const t = await startServer();
   try {
     const quic = await connectQuicSession(new URL(`moqt://localhost:${t.port}/`), {
+      alpn: VERSIONS,
       serverCertificateHashes: [{ algorithm: "sha-256", value: t.cert.sha256 }],
     });
     const server = await t.sessions.next();
     assert.equal(server?.transport, "quic");
     assert.equal(server?.protocol, "moq-lite-05");
     assert.equal(quic.protocol, "moq-lite-05");
-    const wt = await connectWebTransport(t.url("/x"), { serverCertificateHashes: [t.cert.sha256] });
+    const wt = await connectWebTransport(t.url("/x"), {
+      protocols: VERSIONS,
+      serverCertificateHashes: [t.cert.sha256],
+    });
     const wtServer = await t.sessions.next();
     assert.equal(wtServer?.transport, "webtransport");
     const u = await quic.openUni();
@@ -177,11 +184,17 @@ Deno.test("the same UDP port serves native QUIC moq-lite by ALPN", async () => {
 Deno.test("client verifies the server with a CA file, and refuses an unknown certificate", async () => {
   const t = await startServer();
   try {
-    const s = await connectWebTransport(t.url("/ca"), { caCerts: [t.cert.certPem] });
+    const s = await connectWebTransport(t.url("/ca"), {
+      protocols: VERSIONS,
+      caCerts: [t.cert.certPem],
+    });
     assert.equal(s.protocol, "moq-lite-05");
     s.close(0, "");
     await s.closed;
-    await assert.rejects(connectWebTransport(t.url("/ca")), /certificate|UnknownIssuer/i);
+    await assert.rejects(
+      connectWebTransport(t.url("/ca"), { protocols: VERSIONS }),
+      /certificate|UnknownIssuer/i,
+    );
   } finally {
     await t.stop();
   }
@@ -190,6 +203,7 @@ Deno.test("client verifies the server with a CA file, and refuses an unknown cer
 Deno.test("stopping the listener closes WebTransport sessions with a close capsule", async () => {
   const t = await startServer();
   const client = await connectWebTransport(t.url("/stop"), {
+    protocols: VERSIONS,
     serverCertificateHashes: [t.cert.sha256],
   });
   await t.sessions.next();
@@ -208,6 +222,7 @@ Deno.test("client gives up after its timeout when the server never answers the C
   try {
     await assert.rejects(
       connectWebTransport(t.url("/slow"), {
+        protocols: VERSIONS,
         serverCertificateHashes: [t.cert.sha256],
         timeoutMs: 200,
       }),
@@ -223,6 +238,7 @@ Deno.test("a peer's STOP_SENDING on a WebTransport stream is a StreamError with 
   const t = await startServer();
   try {
     const client = await connectWebTransport(t.url("/errors"), {
+      protocols: VERSIONS,
       serverCertificateHashes: [t.cert.sha256],
     });
     const server = (await t.sessions.next())!;

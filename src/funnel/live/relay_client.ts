@@ -1,6 +1,6 @@
 import { errorText } from "../../errors/mod.ts";
 import type { Logger } from "../../log/mod.ts";
-import { connect, hasPrefix, type MoqSession, normalizePath } from "../../moq/mod.ts";
+import { connect, hasPrefix, type MoqSession, normalizePath, VERSIONS } from "../../moq/mod.ts";
 import { connectQuicSession } from "../../transport/quic.ts";
 import type { Session } from "../../transport/mod.ts";
 import { connectWebTransport } from "../../transport/webtransport/mod.ts";
@@ -226,6 +226,7 @@ export class RelayClient {
     const transport: Session = await (url.protocol === "https:"
       ? abortable(
         connectWebTransport(url, {
+          protocols: VERSIONS,
           ...(o.caCerts ? { caCerts: o.caCerts } : {}),
           ...(hashes ? { serverCertificateHashes: hashes } : {}),
           ...(o.insecure ? { insecure: true } : {}),
@@ -234,6 +235,7 @@ export class RelayClient {
         dialing.signal,
       )
       : connectQuicSession(url, {
+        alpn: VERSIONS,
         signal: dialing.signal,
         maxIdleTimeout: o.idleTimeoutMs ?? 10_000,
         keepAliveInterval: Math.max(100, Math.floor((o.idleTimeoutMs ?? 10_000) / 3)),

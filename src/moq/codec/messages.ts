@@ -7,7 +7,7 @@ import { DecodeError, Decoder, Encoder, zigzagDecode, zigzagEncode } from "../..
 
 /** The moq-lite versions sluice speaks, by their ALPN / WT-Protocol token. */
 export type Version = "moq-lite-05" | "moq-lite-04";
-/** All supported versions, preferred first. */
+/** All supported versions, preferred first: the ALPN tokens and WT-Protocols handed to the transports. */
 export const VERSIONS: readonly Version[] = ["moq-lite-05", "moq-lite-04"];
 
 /** Bidirectional stream types. */

@@ -1,6 +1,6 @@
 import { errorText } from "../../errors/mod.ts";
 import { generateDevCertificate } from "../../certs/mod.ts";
-import { connect, type MoqSession, TrackProducer } from "../../moq/mod.ts";
+import { connect, type MoqSession, TrackProducer, VERSIONS } from "../../moq/mod.ts";
 import { connectQuicSession } from "../../transport/quic.ts";
 import { freeUdpTcpPort } from "../../transport/free_port.ts";
 import { ed25519Thumbprint, signToken } from "../../auth/mod.ts";
@@ -303,6 +303,7 @@ export async function loadgen(
     const producer = new TrackProducer({ cache: 8 });
     publisher = await connect(
       await connectQuicSession(new URL(`moqt://localhost:${port}/${q(auth?.publisher)}`), {
+        alpn: VERSIONS,
         serverCertificateHashes: [{ algorithm: "sha-256", value: cert.sha256 }],
       }),
       {

@@ -2,7 +2,7 @@
 // A load-generator worker: holds many subscriber sessions on one track and
 // reports delivery latency and counts to the main thread.
 import { errorText } from "../../errors/mod.ts";
-import { connect, type MoqSession } from "../../moq/mod.ts";
+import { connect, type MoqSession, VERSIONS } from "../../moq/mod.ts";
 import { quicSession } from "../../transport/quic.ts";
 import type { Session } from "../../transport/mod.ts";
 import { connectWebTransport } from "../../transport/webtransport/mod.ts";
@@ -32,6 +32,7 @@ async function dial(cfg: WorkerStart): Promise<Session> {
   const url = new URL(cfg.url);
   if (cfg.transport === "webtransport") {
     return await connectWebTransport(url, {
+      protocols: VERSIONS,
       serverCertificateHashes: [cfg.certSha256],
       maxConcurrentUnidirectionalStreams: 100,
     });

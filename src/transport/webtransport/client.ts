@@ -8,12 +8,11 @@ import { supportsWebTransport } from "./settings.ts";
 import { StreamReader } from "../../wire/mod.ts";
 import { parseStringItem, serializeStringList } from "./structured_field.ts";
 import { WebTransportSession } from "./wt_session.ts";
-import { PREFERRED_PROTOCOLS } from "./server.ts";
 
 /** Options for {@link connectWebTransport}. */
 export interface ConnectWebTransportOptions {
-  /** Offered in `wt-available-protocols`, preferred first (default moq-lite-05, moq-lite-04). */
-  readonly protocols?: readonly string[];
+  /** Offered in `wt-available-protocols`, preferred first: the application's protocols (moq's `VERSIONS`). */
+  readonly protocols: readonly string[];
   /** Extra PEM root certificates to trust (e.g. the relay's CA file contents). */
   readonly caCerts?: readonly string[];
   /** Pin the server certificate by SHA-256 (self-signed, ≤ 14 days), as browsers do. */
@@ -46,6 +45,7 @@ export interface ConnectWebTransportOptions {
  * @example
  * ```ts
  * const session = await connectWebTransport(new URL("https://relay:4443/live?jwt=..."), {
+ *   protocols: VERSIONS, // from src/moq: moq-lite-05, moq-lite-04
  *   caCerts: [await Deno.readTextFile("ca.pem")],
  * });
  * console.log(session.protocol); // "moq-lite-05"
@@ -53,12 +53,12 @@ export interface ConnectWebTransportOptions {
  */
 export async function connectWebTransport(
   url: URL,
-  options: ConnectWebTransportOptions = {},
+  options: ConnectWebTransportOptions,
 ): Promise<Session> {
   if (url.protocol !== "https:") {
     throw new TypeError(`Cannot open WebTransport to "${url.href}": the scheme must be https`);
   }
-  const protocols = options.protocols ?? PREFERRED_PROTOCOLS;
+  const protocols = options.protocols;
   const hostname = url.hostname.replace(/^\[|\]$/g, "");
   const port = url.port === "" ? 443 : Number(url.port);
   const quicOptions: Deno.ConnectQuicOptions<false> & {

@@ -11,7 +11,6 @@ export {
   admitAny,
   type AdmitWebTransport,
   chooseProtocol,
-  PREFERRED_PROTOCOLS,
   serveWebTransport,
   type ServeWebTransportOptions,
   type WebTransportRequest,
