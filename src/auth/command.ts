@@ -179,6 +179,7 @@ async function keygen(args: string[], stdout: (text: string) => void): Promise<n
     await Deno.writeTextFile(temporary, `${JSON.stringify(document, null, 2)}\n`);
     await Deno.rename(temporary, keysPath);
   } catch (error) {
+    // Best-effort cleanup of the half-written files; the write error is rethrown below.
     await Deno.remove(temporary).catch(() => {});
     await Deno.remove(out).catch(() => {});
     throw new Error(`Cannot write key set ${keysPath}: ${(error as Error).message}`);

@@ -335,6 +335,7 @@ export class UrlKeySource extends PollingKeySource {
       await Deno.rename(temporary, file);
       this.#cachedText = text;
     } catch (error) {
+      // Best-effort cleanup; the write failure is logged just below.
       await Deno.remove(temporary).catch(() => {});
       this.log(`Cannot write key set cache ${file}: ${(error as Error).message}`);
     }
@@ -360,6 +361,7 @@ async function readLimited(response: Response, limit: number, where: string): Pr
       chunks.push(value);
     }
   } catch (error) {
+    // Releasing the body is best effort; the read error is rethrown below.
     await reader.cancel().catch(() => {});
     throw error;
   }

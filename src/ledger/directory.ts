@@ -146,6 +146,7 @@ export class DirectoryBackend implements LedgerBackend {
       await fsyncDir(tmp);
       await Deno.rename(tmp, `${this.#root}/${name}`);
     } catch (error) {
+      // Best-effort cleanup of the temporary directory; the error is handled below.
       await Deno.remove(tmp, { recursive: true }).catch(() => {});
       // A concurrent creator won the rename: the track exists, which is all we want.
       if (!(await exists(`${this.#root}/${name}`))) throw error;
@@ -186,6 +187,7 @@ function parseSegment(bytes: Uint8Array, first: number): ParsedSegment {
     try {
       entries = decodeBatch(body);
     } catch {
+      // An undecodable batch ends the readable part of the file, like a torn write.
       break;
     }
     if (entries[0]!.seq !== next) break;
@@ -537,6 +539,7 @@ async function readLastFrame(file: Deno.FsFile, size: number): Promise<LedgerEnt
   try {
     return decodeBatch(body);
   } catch {
+    // Undecodable: the caller treats the batch as absent.
     return undefined;
   }
 }

@@ -140,6 +140,7 @@ export function listen(options: ListenOptions): Promise<Listener> {
       return;
     }
     quicConns.add(conn);
+    // A connection that ends with an error is gone all the same: only its end matters here.
     conn.closed.catch(() => {}).finally(() => quicConns.delete(conn));
     deliver(quicSession(conn));
   };
@@ -150,8 +151,10 @@ export function listen(options: ListenOptions): Promise<Listener> {
       try {
         incoming = await listener.incoming();
       } catch {
+        // The endpoint was closed: stop accepting.
         return;
       }
+      // handle() settles each connection itself; a rejection here has nothing left to clean up.
       const task = handle(incoming).catch(() => {});
       handshakes.add(task);
       task.finally(() => handshakes.delete(task));

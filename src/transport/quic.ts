@@ -77,6 +77,7 @@ class QuicSession implements Session {
     try {
       return this.#conn.maxDatagramSize;
     } catch {
+      // The connection is gone: no datagram fits.
       return 0;
     }
   }
@@ -134,6 +135,7 @@ class QuicSession implements Session {
         setSendOrder: (order: number) => setOrder(s.writable, order),
       };
     } catch {
+      // The connection ended: no more streams to accept.
       return undefined;
     }
   }
@@ -144,6 +146,7 @@ class QuicSession implements Session {
       const { value, done } = await this.#uni.read();
       return done ? undefined : { readable: value };
     } catch {
+      // The connection ended: no more streams to accept.
       return undefined;
     }
   }
@@ -161,6 +164,7 @@ class QuicSession implements Session {
     try {
       return await this.#conn.readDatagram();
     } catch {
+      // The connection ended: no more datagrams.
       return undefined;
     }
   }
@@ -406,6 +410,7 @@ export function listenQuic(options: ListenQuicOptions): QuicSessionListener {
           try {
             incoming = await listener.incoming();
           } catch {
+            // The listener was stopped: stop accepting.
             break;
           }
           try {
@@ -419,6 +424,7 @@ export function listenQuic(options: ListenQuicOptions): QuicSessionListener {
         }
         ended = true;
         notify();
+        // The loop contains its own failures; this only keeps an unexpected one from going unhandled.
       })().catch(() => {});
       for (;;) {
         const next = ready.shift();

@@ -249,6 +249,7 @@ function byobReader(
   try {
     return { byob: true, r: stream.getReader({ mode: "byob" }) };
   } catch {
+    // Not a byte stream: the caller falls back to a default reader.
     return undefined;
   }
 }

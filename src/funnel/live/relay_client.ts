@@ -331,6 +331,7 @@ function tokenExpiry(token: string | null): number | undefined {
     const exp = (claims as Record<string, unknown>).exp;
     return typeof exp === "number" && Number.isFinite(exp) ? exp * 1000 : undefined;
   } catch {
+    // Not a decodable JWT: its expiry is unknown.
     return undefined;
   }
 }

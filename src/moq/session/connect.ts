@@ -58,6 +58,7 @@ export async function accept(
     try {
       admitted = await options.admit(moq);
     } catch {
+      // A failing admission check refuses the session, as a false answer does.
       admitted = false;
     }
     if (!admitted) {

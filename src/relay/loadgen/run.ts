@@ -212,6 +212,7 @@ function relayPid(pid: number): number {
     try {
       children = Deno.readTextFileSync(`/proc/${pid}/task/${pid}/children`).trim();
     } catch {
+      // No /proc entry for the child: measure the pid we have.
       return pid;
     }
     if (children === "") return pid;
@@ -224,6 +225,7 @@ function rssMib(pid: number): number {
     const m = /VmRSS:\s+(\d+) kB/.exec(Deno.readTextFileSync(`/proc/${pid}/status`));
     return m ? Number(m[1]) / 1024 : NaN;
   } catch {
+    // The process is gone or /proc is unavailable: no figure.
     return NaN;
   }
 }
@@ -234,6 +236,7 @@ function cpuTicks(pid: number): number {
     const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     return Number(f[11]) + Number(f[12]); // utime + stime
   } catch {
+    // The process is gone or /proc is unavailable: no figure.
     return NaN;
   }
 }

@@ -164,6 +164,7 @@ async function handshake(
   if (!(status >= 200 && status < 300)) {
     const reason = await readRefusalBody(reader);
     reader.cancel();
+    // The session is refused either way; a failed FIN changes nothing.
     writer.close().catch(() => {});
     throw new WebTransportRefusedError(
       Number.isNaN(status) ? 0 : status,
@@ -201,6 +202,7 @@ async function readRefusalBody(reader: StreamReader): Promise<string> {
     if (type !== FrameType.DATA || length === undefined || length > 4096) return "";
     return new TextDecoder().decode(await reader.bytes(length));
   } catch {
+    // The refusal stands without its reason text.
     return "";
   }
 }

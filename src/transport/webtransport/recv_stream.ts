@@ -33,6 +33,7 @@ export function recvStream(
       }
     },
     cancel(reason) {
+      // Cancelling a stream that already ended or failed has nothing left to report.
       return reader.cancel(reason).catch(() => {});
     },
   });

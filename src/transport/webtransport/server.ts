@@ -148,11 +148,13 @@ async function handleRequest(
     if (err instanceof HeaderTooLargeError) return await refuse(431, err.message);
     if (err instanceof H3ConnectionError) throw err;
     h3.refuseSession(id); // reset or truncated: the request is incomplete
+    // The request is refused either way; a failed FIN changes nothing.
     writer.close().catch(() => {});
     return;
   }
   if (fields === undefined) {
     h3.refuseSession(id);
+    // The request is refused either way; a failed FIN changes nothing.
     writer.close().catch(() => {});
     return;
   }

@@ -176,6 +176,7 @@ export class WebTransportSession implements Session {
       (async () => {
         await this.#writer.write(encodeFrame(FrameType.DATA, capsule));
         await this.#writer.close();
+        // The session is over either way; a peer that is gone cannot read the capsule.
       })().catch(() => {}),
     );
   }
@@ -189,6 +190,7 @@ export class WebTransportSession implements Session {
     });
     if (!ok) {
       reader.cancel();
+      // The session is gone; finishing the unwanted stream is best effort.
       stream.writable.close().catch(() => {});
     }
   }
@@ -218,9 +220,11 @@ export class WebTransportSession implements Session {
     if (this.#done) return;
     this.#done = true;
     for (const s of this.#bidi.close()) discardBidi(s);
+    // Streams nobody accepted: cancelling them is best effort.
     for (const s of this.#uni.close()) s.readable.cancel().catch(() => {});
     this.#datagrams.close();
     this.#resolveClosed(info);
+    // The read loop handles its own failures; the host only waits for its end.
     this.#host.sessionEnded(this.id, this.#readLoop.catch(() => {}));
   }
 
@@ -267,6 +271,7 @@ export class WebTransportSession implements Session {
       }
       // FIN without a capsule: clean close with code 0.
       this.#finish({ code: 0, reason: "" });
+      // Our side of the CONNECT stream ends either way; the peer may be gone.
       this.#writer.close().catch(() => {});
     } catch (err) {
       if (err instanceof H3ConnectionError) {
@@ -299,6 +304,7 @@ export class WebTransportSession implements Session {
         }
         if (!this.#done) {
           this.#finish(info);
+          // Our side of the CONNECT stream ends either way; the peer may be gone.
           this.#writer.close().catch(() => {});
         }
         o = start + len.value;
@@ -335,6 +341,7 @@ async function writeHeader(w: WritableStream<Uint8Array>, header: Uint8Array): P
 
 /** Ends a stream nobody will read: cancel the receive half, finish the send half. */
 export function discardBidi(s: { readable: ReadableStream; writable: WritableStream }): void {
+  // Best effort on both halves: the stream may already be gone.
   s.readable.cancel().catch(() => {});
   s.writable.close().catch(() => {});
 }
