@@ -265,6 +265,7 @@ export class RelaySessions {
     let timer: ReturnType<typeof setTimeout> | undefined;
     let stopped = false;
     const tick = async () => {
+      // A ping that fails (the session is ending) just yields no sample.
       const sample = await pingRtt(live.moq, this.#opts.now).catch(() => undefined);
       if (stopped) return;
       if (sample !== undefined) {

@@ -58,6 +58,7 @@ export class Subscription implements AsyncIterable<ReceivedGroup> {
       this.#resolveReady = resolve;
       this.#rejectReady = reject;
     });
+    // Callers that never await ready must not see an unhandled rejection; iterating reports the error.
     this.ready.catch(() => {});
   }
 
