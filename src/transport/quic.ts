@@ -83,15 +83,7 @@ class QuicSession implements Session {
   }
 
   async openBidi(options?: StreamOptions): Promise<BidiStream> {
-    let s: Deno.QuicBidirectionalStream;
-    try {
-      s = await this.#conn.createBidirectionalStream({
-        sendOrder: options?.sendOrder ?? 0,
-        waitUntilAvailable: true,
-      });
-    } catch (err) {
-      throw this.#openFailed(err);
-    }
+    const s = await this.#open(() => this.#conn.createBidirectionalStream(openOptions(options)));
     return {
       readable: s.readable,
       writable: s.writable,
@@ -100,15 +92,7 @@ class QuicSession implements Session {
   }
 
   async openUni(options?: StreamOptions): Promise<SendStream> {
-    let s: Deno.QuicSendStream;
-    try {
-      s = await this.#conn.createUnidirectionalStream({
-        sendOrder: options?.sendOrder ?? 0,
-        waitUntilAvailable: true,
-      });
-    } catch (err) {
-      throw this.#openFailed(err);
-    }
+    const s = await this.#open(() => this.#conn.createUnidirectionalStream(openOptions(options)));
     return { writable: s, setSendOrder: (order: number) => setOrder(s, order) };
   }
 
@@ -116,11 +100,16 @@ class QuicSession implements Session {
     return fromDenoQuicError(err);
   }
 
-  // Deno words a failed open on a closed connection as a plain Error ("closed").
-  #openFailed(err: unknown): unknown {
-    const translated = fromDenoQuicError(err);
-    if (translated !== err || !this.#ended) return translated;
-    return new SessionClosedError(errorText(err), { cause: err });
+  // Opens fail with neutral errors; Deno words an open on a closed
+  // connection as a plain Error ("closed"), so our own state decides that one.
+  async #open<T>(open: () => Promise<T>): Promise<T> {
+    try {
+      return await open();
+    } catch (err) {
+      const translated = fromDenoQuicError(err);
+      if (translated !== err || !this.#ended) throw translated;
+      throw new SessionClosedError(errorText(err), { cause: err });
+    }
   }
 
   async acceptBidi(): Promise<BidiStream | undefined> {
@@ -179,6 +168,11 @@ class QuicSession implements Session {
       // already closed
     }
   }
+}
+
+// Outgoing streams wait for the peer's stream limit instead of failing on it.
+function openOptions(options: StreamOptions | undefined): Deno.QuicSendStreamOptions {
+  return { sendOrder: options?.sendOrder ?? 0, waitUntilAvailable: true };
 }
 
 function setOrder(stream: Deno.QuicSendStream, order: number): void {
