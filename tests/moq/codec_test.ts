@@ -34,7 +34,8 @@ import {
   type SubscribeResponse,
   type Version,
 } from "../../src/moq/codec/messages.ts";
-import { DecodeError, Decoder, VARINT_MAX } from "../../src/wire/mod.ts";
+import { Decoder, VARINT_MAX } from "../../src/wire/mod.ts";
+import { assertDecodeError } from "../support/decode_error.ts";
 
 const hex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join(" ");
 const bytes = (s: string) =>
@@ -47,14 +48,6 @@ function body(wire: Uint8Array): Uint8Array {
   const b = d.bytes(n);
   d.end("message");
   return b;
-}
-
-function assertDecodeError(fn: () => unknown, kind?: DecodeError["kind"]) {
-  assert.throws(fn, (err: unknown) => {
-    assert.ok(err instanceof DecodeError, `expected DecodeError, got ${err}`);
-    if (kind) assert.equal(err.kind, kind);
-    return true;
-  });
 }
 
 Deno.test("SETUP: captured bytes, round trip, duplicates, unknown ids, limits", () => {

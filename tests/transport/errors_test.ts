@@ -1,34 +1,6 @@
 import assert from "node:assert/strict";
-import { generateDevCertificate } from "../../src/certs/mod.ts";
-import {
-  connectQuicSession,
-  listenQuic,
-  type Session,
-  SessionClosedError,
-  StreamError,
-} from "../../src/transport/mod.ts";
-import { VERSIONS } from "../../src/moq/mod.ts";
-
-const cert = await generateDevCertificate();
-
-async function quicPair(): Promise<{ client: Session; server: Session; stop(): void }> {
-  const listener = listenQuic({ alpn: VERSIONS, cert: cert.certPem, key: cert.keyPem });
-  const serverP = listener[Symbol.asyncIterator]().next();
-  const client = await connectQuicSession(new URL(`moqt://127.0.0.1:${listener.addr.port}/`), {
-    alpn: VERSIONS,
-    serverCertificateHashes: [{ algorithm: "sha-256", value: cert.sha256 }],
-  });
-  const server = (await serverP).value!;
-  return {
-    client,
-    server,
-    stop() {
-      client.close(0, "");
-      server.close(0, "");
-      listener.stop();
-    },
-  };
-}
+import { SessionClosedError, StreamError } from "../../src/transport/mod.ts";
+import { quicPair } from "../moq/_pair.ts";
 
 /** Writes until the stream rejects (the peer stopped it); returns what it rejected with. */
 async function writeUntilRejected(writable: WritableStream<Uint8Array>): Promise<unknown> {
@@ -45,7 +17,7 @@ async function writeUntilRejected(writable: WritableStream<Uint8Array>): Promise
 }
 
 Deno.test("quic: a peer's STOP_SENDING is a StreamError with its code; the session lives on", async () => {
-  const { client, server, stop } = await quicPair();
+  const { client, server, stop } = await quicPair("moq-lite-05");
   try {
     const bidi = await client.openBidi();
     const w = bidi.writable.getWriter();
@@ -69,12 +41,12 @@ Deno.test("quic: a peer's STOP_SENDING is a StreamError with its code; the sessi
       Uint8Array.of(7),
     );
   } finally {
-    stop();
+    await stop();
   }
 });
 
 Deno.test("quic: reads on a closed session and opens after close are SessionClosedError", async () => {
-  const { client, server, stop } = await quicPair();
+  const { client, server, stop } = await quicPair("moq-lite-05");
   try {
     const bidi = await client.openBidi();
     const w = bidi.writable.getWriter();
@@ -90,6 +62,6 @@ Deno.test("quic: reads on a closed session and opens after close are SessionClos
     const other = new RangeError("not a transport error");
     assert.equal(server.translateError(other), other);
   } finally {
-    stop();
+    await stop();
   }
 });

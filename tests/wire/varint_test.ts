@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import {
-  DecodeError,
   Decoder,
   decodeVarint,
   decodeVarintBig,
@@ -11,18 +10,11 @@ import {
   zigzagDecode,
   zigzagEncode,
 } from "../../src/wire/mod.ts";
+import { assertDecodeError } from "../support/decode_error.ts";
 
 const spaced = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join(" ");
 const bytes = (s: string) =>
   Uint8Array.from(s.split(/\s+/).filter(Boolean), (x) => parseInt(x, 16));
-
-function assertDecodeError(fn: () => unknown, kind?: DecodeError["kind"]) {
-  assert.throws(fn, (err: unknown) => {
-    assert.ok(err instanceof DecodeError, `expected DecodeError, got ${err}`);
-    if (kind) assert.equal(err.kind, kind);
-    return true;
-  });
-}
 
 Deno.test("varints round-trip at every length boundary", () => {
   for (const v of [0, 63, 64, 16383, 16384, 1073741823, 1073741824, 2 ** 53 - 1]) {
