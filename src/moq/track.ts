@@ -1,4 +1,5 @@
 import { encodeFrames, type TrackInfo, type Version } from "./codec/messages.ts";
+import { SequenceWindow } from "./sequence_window.ts";
 
 /** Options for {@linkcode TrackProducer}. */
 export interface TrackProducerOptions {
@@ -12,8 +13,22 @@ export interface TrackProducerOptions {
   readonly maxLatency?: number;
   /** Timestamp units per second (default 1000). */
   readonly timescale?: number;
-  /** Clock for default group timestamps, in ms (default Date.now). */
+  /** Clock for default group timestamps and {@linkcode CachedGroup.writtenAt}, in ms (default Date.now). */
   readonly clock?: () => number;
+  /** Told of what the track's cursors do (deliveries, skips, subscribers coming and going). */
+  readonly observer?: TrackObserver;
+}
+
+/** What a producer tells its observer about its cursors (the relay counts with it). */
+export interface TrackObserver {
+  /** A cursor was opened (a subscriber started reading). */
+  attached?(): void;
+  /** A cursor was closed. */
+  detached?(): void;
+  /** A cursor handed `group` to its subscriber. */
+  delivered?(group: CachedGroup): void;
+  /** A cursor skipped `count` groups because its subscriber fell behind. */
+  skipped?(count: number): void;
 }
 
 /** Options for {@linkcode TrackProducer.writeGroup}. */
@@ -34,18 +49,27 @@ export class CachedGroup {
   readonly sequence: number;
   /** Timestamp in the track timescale. */
   readonly timestamp: number;
-  /** Position in the producer's write order. */
+  /** Position in the producer's write (arrival) order. */
   readonly index: number;
+  /** When the producer took the group, ms on its clock. */
+  readonly writtenAt: number;
   #frames: GroupFrames;
   #v04: Uint8Array<ArrayBuffer> | undefined;
   #v05: Uint8Array<ArrayBuffer> | undefined;
 
   /** Makes a group; frames given as a function are made on first read. */
-  constructor(sequence: number, frames: GroupFrames, timestamp: number, index: number) {
+  constructor(
+    sequence: number,
+    frames: GroupFrames,
+    timestamp: number,
+    index: number,
+    writtenAt = 0,
+  ) {
     this.sequence = sequence;
     this.#frames = frames;
     this.timestamp = timestamp;
     this.index = index;
+    this.writtenAt = writtenAt;
   }
 
   /** The frames. */
@@ -78,6 +102,12 @@ export class CachedGroup {
  * sequences, and every session serving the track reads them through its own
  * cursor. Writing never waits for subscribers; slow ones skip ahead.
  *
+ * Groups may be written out of sequence order: a relay receives each group on
+ * its own stream, so a retransmitted group can arrive after newer ones. A late
+ * group is taken (once: a sequence already seen is refused) and reaches every
+ * cursor that has not skipped past it; new subscribers get the cached groups
+ * in sequence order.
+ *
  * @example
  * ```ts
  * const track = new TrackProducer();
@@ -89,9 +119,12 @@ export class TrackProducer {
   readonly info: TrackInfo;
   readonly #cacheSize: number;
   readonly #clock: () => number;
+  readonly #observer: TrackObserver | undefined;
+  // The cache in arrival order: cursors follow it by index, so a late group is
+  // simply the next arrival for every cursor that has not passed it.
   readonly #ring: CachedGroup[] = [];
+  readonly #seen = new SequenceWindow();
   #written = 0;
-  #latest: CachedGroup | undefined;
   #closed = false;
   // Armed only while someone waits, so a write nobody awaits allocates nothing.
   #changed: Promise<void> | undefined;
@@ -99,6 +132,7 @@ export class TrackProducer {
   #cursors = 0;
   readonly #waiters = new Set<() => void>();
   #stale = 0;
+  #late = 0;
 
   /** Makes an empty, open track. */
   constructor(options: TrackProducerOptions = {}) {
@@ -118,6 +152,7 @@ export class TrackProducer {
     }
     this.#cacheSize = Math.max(1, options.cache ?? 32);
     this.#clock = options.clock ?? Date.now;
+    this.#observer = options.observer;
   }
 
   #signal(): void {
@@ -131,9 +166,13 @@ export class TrackProducer {
     for (const w of waiters) w();
   }
 
-  /** @internal Resolves at the next write or close, or when `signal` aborts (no leftover listeners). */
-  _waitChange(signal?: AbortSignal): Promise<void> {
-    if (!signal) return this._changed;
+  /** Resolves at the next write or close, or when `signal` aborts (no leftover listeners). */
+  #waitChange(signal?: AbortSignal): Promise<void> {
+    if (!signal) {
+      return this.#changed ??= new Promise((resolve) => {
+        this.#notify = resolve;
+      });
+    }
     return new Promise<void>((resolve) => {
       if (signal.aborted) return resolve();
       const done = (): void => {
@@ -146,9 +185,10 @@ export class TrackProducer {
     });
   }
 
-  /** Sequence of the latest group, or undefined before the first. */
+  /** Sequence of the highest group written, or undefined before the first. */
   get latest(): number | undefined {
-    return this.#latest?.sequence;
+    const highest = this.#seen.highest;
+    return highest < 0 ? undefined : highest;
   }
 
   /** True after {@linkcode close}. */
@@ -161,15 +201,27 @@ export class TrackProducer {
     return this.#cursors;
   }
 
-  /** Writes refused because their sequence was not above the latest. */
+  /** Groups held now for new subscribers and FETCH. */
+  get cached(): number {
+    return this.#ring.length;
+  }
+
+  /** Writes refused because their sequence was already written (or is too old to tell). */
   get staleWrites(): number {
     return this.#stale;
   }
 
+  /** Groups taken although a higher sequence was written before them. */
+  get lateWrites(): number {
+    return this.#late;
+  }
+
   /**
-   * Appends a group. Sequences must increase; a sequence at or below the
-   * latest is refused (returns false) so late duplicates never reach
-   * subscribers twice. Frames given as a function are made when a
+   * Adds a group. A sequence already written is refused (returns false), so
+   * a duplicate never reaches subscribers twice; so is one more than 4096
+   * below the highest, which is too old to tell. A sequence below the
+   * highest is a late group: it is taken and reaches every cursor that has
+   * not skipped past it. Frames given as a function are made when a
    * subscriber first reads the group, so groups nobody reads cost no encoding.
    */
   writeGroup(
@@ -181,16 +233,18 @@ export class TrackProducer {
     if (!Number.isSafeInteger(sequence) || sequence < 0) {
       throw new RangeError(`Cannot write group "${sequence}": not a non-negative safe integer`);
     }
-    if (this.#latest && sequence <= this.#latest.sequence) {
+    const late = sequence < this.#seen.highest;
+    if (!this.#seen.add(sequence)) {
       this.#stale++;
       return false;
     }
+    if (late) this.#late++;
+    const now = this.#clock();
     const timestamp = options.timestamp ??
-      Math.max(0, Math.round(this.#clock() * this.info.timescale / 1000));
-    const group = new CachedGroup(sequence, frames, timestamp, this.#written++);
+      Math.max(0, Math.round(now * this.info.timescale / 1000));
+    const group = new CachedGroup(sequence, frames, timestamp, this.#written++, now);
     this.#ring.push(group);
     if (this.#ring.length > this.#cacheSize) this.#ring.shift();
-    this.#latest = group;
     this.#signal();
     return true;
   }
@@ -208,59 +262,95 @@ export class TrackProducer {
   }
 
   /**
-   * A reader positioned at `start` if that group is cached, else at the
-   * latest group (or the first group to come). Internal to sessions.
+   * A reader of the groups from sequence `start` on: the cached ones in
+   * sequence order, then every group written later, in arrival order. With
+   * no `start` it begins at the latest group (or the first group to come).
+   * Groups below its start never reach it, even when they arrive late.
    */
   cursor(start?: number, queueLimit = 16): TrackCursor {
-    let index = this.#latest ? this.#latest.index : this.#written;
-    if (start !== undefined) {
-      const cached = this.#ring.find((g) => g.sequence >= start);
-      if (cached) index = cached.index;
-      else if (this.#latest && start > this.#latest.sequence) index = this.#written;
-    }
+    const latest = this.latest;
+    const floor = start ?? latest ?? 0;
+    const backlog = this.#ring.filter((g) => g.sequence >= floor);
+    if (start === undefined) backlog.splice(0, backlog.length - 1);
+    backlog.sort((a, b) => a.sequence - b.sequence);
     this.#cursors++;
-    return new TrackCursor(this, index, Math.max(1, queueLimit), () => this.#cursors--);
-  }
-
-  /** @internal */
-  _at(index: number): CachedGroup | undefined {
-    const first = this.#ring[0];
-    if (!first) return undefined;
-    return this.#ring[index - first.index];
-  }
-
-  /** @internal */
-  get _written(): number {
-    return this.#written;
-  }
-
-  /** @internal */
-  get _oldestIndex(): number {
-    return this.#ring[0]?.index ?? this.#written;
-  }
-
-  /** @internal */
-  get _changed(): Promise<void> {
-    return this.#changed ??= new Promise((resolve) => {
-      this.#notify = resolve;
+    this.#observer?.attached?.();
+    return new TrackCursor(this, {
+      floor,
+      backlog,
+      index: this.#written,
+      limit: Math.max(1, queueLimit),
+      release: () => {
+        this.#cursors--;
+        this.#observer?.detached?.();
+      },
     });
   }
+
+  /** @internal The cursor side of the producer: arrivals by index, and waiting. */
+  get _reader(): TrackReader {
+    return this.#reader ??= {
+      written: () => this.#written,
+      oldest: () => this.#ring[0]?.index ?? this.#written,
+      at: (index) => {
+        const first = this.#ring[0];
+        return first ? this.#ring[index - first.index] : undefined;
+      },
+      waitChange: (signal) => this.#waitChange(signal),
+      observer: this.#observer,
+    };
+  }
+  #reader: TrackReader | undefined;
+}
+
+/** What a cursor needs of its producer (kept off the producer's public surface). */
+interface TrackReader {
+  written(): number;
+  oldest(): number;
+  at(index: number): CachedGroup | undefined;
+  waitChange(signal?: AbortSignal): Promise<void>;
+  readonly observer: TrackObserver | undefined;
+}
+
+/** Where a new cursor starts. */
+interface CursorStart {
+  /** The lowest sequence the subscriber asked for. */
+  readonly floor: number;
+  /** Cached groups to hand over first, in sequence order. */
+  readonly backlog: CachedGroup[];
+  /** The arrival index of the first group written after the cursor was made. */
+  readonly index: number;
+  /** How far behind the cursor may fall before it skips to the latest. */
+  readonly limit: number;
+  /** Runs once when the cursor is closed. */
+  readonly release: () => void;
 }
 
 /** One subscriber's position in a {@linkcode TrackProducer}. */
 export class TrackCursor {
   readonly #track: TrackProducer;
+  readonly #reader: TrackReader;
   readonly #limit: number;
+  readonly #floor: number;
+  #backlog: CachedGroup[];
   #index: number;
   #skipped = 0;
   #release: (() => void) | undefined;
 
-  /** @internal */
-  constructor(track: TrackProducer, index: number, limit: number, release: () => void) {
+  /** @internal Made by {@linkcode TrackProducer.cursor}. */
+  constructor(track: TrackProducer, start: CursorStart) {
     this.#track = track;
-    this.#index = index;
-    this.#limit = limit;
-    this.#release = release;
+    this.#reader = track._reader;
+    this.#floor = start.floor;
+    this.#index = start.index;
+    this.#limit = start.limit;
+    this.#release = start.release;
+    this.#backlog = start.backlog;
+    // More cached groups than the queue allows: start at the newest, as a live skip would.
+    if (this.#backlog.length > this.#limit) {
+      this.#skip(this.#backlog.length - 1);
+      this.#backlog = this.#backlog.slice(-1);
+    }
   }
 
   /** Groups skipped because this reader fell behind. */
@@ -268,20 +358,33 @@ export class TrackCursor {
     return this.#skipped;
   }
 
+  #skip(count: number): void {
+    this.#skipped += count;
+    this.#reader.observer?.skipped?.(count);
+  }
+
   /** The next group without waiting, or undefined if none is ready. */
   poll(): CachedGroup | undefined {
-    const written = this.#track._written;
-    if (this.#index >= written) return undefined;
-    const oldest = this.#track._oldestIndex;
-    // Behind by more than the queue allows (or past the cache): jump to the latest.
-    if (written - this.#index > this.#limit || this.#index < oldest) {
-      const target = written - 1;
-      this.#skipped += target - this.#index;
-      this.#index = target;
-    }
-    const group = this.#track._at(this.#index);
-    this.#index++;
+    const group = this.#backlog.length > 0 ? this.#backlog.shift() : this.#pollLive();
+    if (group) this.#reader.observer?.delivered?.(group);
     return group;
+  }
+
+  #pollLive(): CachedGroup | undefined {
+    const r = this.#reader;
+    for (;;) {
+      const written = r.written();
+      if (this.#index >= written) return undefined;
+      // Behind by more than the queue allows (or past the cache): jump to the latest.
+      if (written - this.#index > this.#limit || this.#index < r.oldest()) {
+        const target = written - 1;
+        this.#skip(target - this.#index);
+        this.#index = target;
+      }
+      const group = r.at(this.#index++);
+      // A late group below this subscriber's start is not part of what it asked for.
+      if (group && group.sequence >= this.#floor) return group;
+    }
   }
 
   /** Waits for the next group; undefined when the track closed (or `signal` aborted). */
@@ -290,7 +393,7 @@ export class TrackCursor {
       const group = this.poll();
       if (group) return group;
       if (this.#track.closed || signal?.aborted) return undefined;
-      await this.#track._waitChange(signal);
+      await this.#reader.waitChange(signal);
     }
   }
 

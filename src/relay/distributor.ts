@@ -1,4 +1,4 @@
-import { type CachedGroup, TrackCursor, TrackProducer } from "../moq/mod.ts";
+import { TrackProducer } from "../moq/mod.ts";
 import type { RelayMetrics } from "./relay_metrics.ts";
 
 /** A complete group received from upstream. */
@@ -46,72 +46,6 @@ export interface DistributorOptions {
   readonly idleMs?: number;
 }
 
-interface Hooks {
-  attach(): void;
-  detach(): void;
-  deliver(group: CachedGroup): void;
-  skip(): void;
-}
-
-/**
- * A subscriber's cursor that reports to the distributor: each group handed
- * to the subscriber's session, each skip forward, and the subscriber leaving.
- */
-class ObservedCursor extends TrackCursor {
-  readonly #inner: TrackCursor;
-  readonly #hooks: Hooks;
-  #closed = false;
-
-  constructor(track: TrackProducer, inner: TrackCursor, hooks: Hooks) {
-    super(track, 0, 1, () => {});
-    this.#inner = inner;
-    this.#hooks = hooks;
-  }
-
-  override get skipped(): number {
-    return this.#inner.skipped;
-  }
-
-  #observe(before: number, group: CachedGroup | undefined): CachedGroup | undefined {
-    if (this.#inner.skipped > before) this.#hooks.skip();
-    if (group) this.#hooks.deliver(group);
-    return group;
-  }
-
-  override poll(): CachedGroup | undefined {
-    const before = this.#inner.skipped;
-    return this.#observe(before, this.#inner.poll());
-  }
-
-  override async next(signal?: AbortSignal): Promise<CachedGroup | undefined> {
-    const before = this.#inner.skipped;
-    return this.#observe(before, await this.#inner.next(signal));
-  }
-
-  override close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#inner.close();
-    this.#hooks.detach();
-  }
-}
-
-/** The distributor's track: a TrackProducer whose cursors report to it. */
-class DistributedTrack extends TrackProducer {
-  readonly #hooks: Hooks;
-
-  constructor(cacheSize: number, hooks: Hooks) {
-    super({ cache: cacheSize });
-    this.#hooks = hooks;
-  }
-
-  override cursor(start?: number, queueLimit?: number): TrackCursor {
-    const inner = super.cursor(start, queueLimit);
-    this.#hooks.attach();
-    return new ObservedCursor(this, inner, this.#hooks);
-  }
-}
-
 /**
  * Fans one upstream track out to every downstream subscriber. Upstream
  * groups go into a ring of the most recent GROUP_CACHE_SIZE complete groups
@@ -129,7 +63,6 @@ export class TrackDistributor {
   readonly producer: TrackProducer;
   readonly #opts: DistributorOptions;
   readonly #trackLabel: { track: string };
-  readonly #completedAt = new Map<number, number>();
   #upstream: UpstreamTrack | undefined;
   #subscribers = 0;
   #ended = false;
@@ -142,26 +75,27 @@ export class TrackDistributor {
     this.track = options.track;
     this.#trackLabel = { track: `/${options.path}/${options.track}` };
     const m = options.metrics;
-    this.producer = new DistributedTrack(options.cacheSize, {
-      attach: () => {
-        this.#subscribers++;
-        this.#disarm();
-      },
-      detach: () => {
-        this.#subscribers--;
-        if (this.#subscribers === 0) this.#arm();
-      },
-      deliver: (group) => {
-        m.egressBytesTotal.inc(this.#trackLabel, group.size);
-        const at = this.#completedAt.get(group.index);
-        if (at !== undefined) {
+    this.producer = new TrackProducer({
+      cache: options.cacheSize,
+      clock: options.now,
+      observer: {
+        attached: () => {
+          this.#subscribers++;
+          this.#disarm();
+        },
+        detached: () => {
+          this.#subscribers--;
+          if (this.#subscribers === 0) this.#arm();
+        },
+        delivered: (group) => {
+          m.egressBytesTotal.inc(this.#trackLabel, group.size);
           m.groupDeliverySeconds.observe(
             this.#trackLabel,
-            Math.max(0, this.#opts.now() - at) / 1000,
+            Math.max(0, this.#opts.now() - group.writtenAt) / 1000,
           );
-        }
+        },
+        skipped: () => m.subscriberSkipsTotal.inc(),
       },
-      skip: () => m.subscriberSkipsTotal.inc(),
     });
   }
 
@@ -177,8 +111,7 @@ export class TrackDistributor {
 
   /** Groups held in the ring. */
   get depth(): number {
-    const first = this.producer._oldestIndex;
-    return this.producer._written - first;
+    return this.producer.cached;
   }
 
   /** Groups being received from upstream now. */
@@ -213,17 +146,14 @@ export class TrackDistributor {
       for (const f of group.frames) bytes += f.byteLength;
       m.ingressBytesTotal.inc(this.#trackLabel, bytes);
       this.#opts.onBytes?.(bytes);
-      const index = this.producer._written;
-      const accepted = this.producer.writeGroup(
+      // A late group (retransmitted after newer ones) is taken too; a duplicate is refused.
+      this.producer.writeGroup(
         group.sequence,
         group.frames,
         group.timestamp === undefined || group.timestamp === 0
           ? {}
           : { timestamp: group.timestamp },
       );
-      if (!accepted) continue; // a late group older than the latest: subscribers never see it twice
-      this.#completedAt.set(index, this.#opts.now());
-      this.#completedAt.delete(index - this.#opts.cacheSize - 64);
     }
   }
 

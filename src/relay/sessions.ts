@@ -17,6 +17,9 @@ import type { RelayMetrics } from "./relay_metrics.ts";
 import type { Announcement as RouteAnnouncement } from "./route_table.ts";
 import { pingRtt, RTT_PING_PATH, smoothRtt } from "./session_rtt.ts";
 
+/** Groups an upstream subscription may hold before the distributor's loop takes them. */
+const UPSTREAM_QUEUE_LIMIT = 1024;
+
 /** Options of {@link RelaySessions}. */
 export interface RelaySessionsOptions {
   /** Routing and fan-out. */
@@ -248,14 +251,16 @@ export class RelaySessions {
   }
 
   async #upstream(moq: MoqSession, path: string, track: string): Promise<UpstreamTrack> {
-    const sub = moq.subscribe(path, track);
+    // The distributor takes every group at once, so this queue only ever holds one
+    // burst (groups retransmitted on a lossy link land together); never drop from it.
+    const sub = moq.subscribe(path, track, { queueLimit: UPSTREAM_QUEUE_LIMIT });
     try {
       await sub.ready;
     } catch (e) {
       sub.close();
       throw e;
     }
-    return { groups: sub, close: () => sub.close(), inflight: () => sub._inflight };
+    return { groups: sub, close: () => sub.close(), inflight: () => sub.receiving };
   }
 
   #startPing(live: Live): () => void {

@@ -14,7 +14,7 @@ export async function receiveGroup(core: SessionCore, r: StreamReader): Promise<
     }
     return;
   }
-  sub._inflight++;
+  sub._receiving(1);
   let total = 0;
   try {
     const maxFrame = core.options.maxFrameSize ?? 16 << 20;
@@ -46,7 +46,7 @@ export async function receiveGroup(core: SessionCore, r: StreamReader): Promise<
     core.deliver(sub, { sequence: header.sequence, frames, timestamp: first ?? 0 });
   } finally {
     core.buffered -= total;
-    sub._inflight--;
+    sub._receiving(-1);
     sub._maybeFinish(250);
   }
 }

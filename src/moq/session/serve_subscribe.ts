@@ -13,6 +13,8 @@ import { Sender } from "../sender.ts";
 import { type CachedGroup, TrackProducer } from "../track.ts";
 import { errorText } from "../../errors/mod.ts";
 import type { SessionCore } from "./core.ts";
+import { DeliveryGaps } from "./delivery_gaps.ts";
+import { LATE_GROUP_WAIT_MS } from "./subscription.ts";
 import { decide, refuse } from "./serve_request.ts";
 
 /** Serves a SUBSCRIBE: one group stream per group, range updates read from the same stream. */
@@ -38,9 +40,10 @@ export async function serveSubscribe(
   let end = m.end;
   let priority = m.priority;
   const cursor = producer.cursor(m.start, core.options.maxGroupQueue ?? 16);
-  const reachedEnd = new AbortController();
-  const waitSignal = AbortSignal.any([stop.signal, reachedEnd.signal]);
-  let last: number | undefined;
+  const gaps = new DeliveryGaps(core.options.lateGroupWaitMs ?? LATE_GROUP_WAIT_MS);
+  // Aborted by a SUBSCRIBE_UPDATE, so the loop re-reads the range; renewed after each use.
+  let wake = new AbortController();
+  let waitSignal = AbortSignal.any([stop.signal, wake.signal]);
   // Updates (and the peer's FIN, which cancels) arrive on the same stream.
   const reading = (async () => {
     try {
@@ -48,8 +51,7 @@ export async function serveSubscribe(
         const u = decodeSubscribeUpdate(await r.message("SUBSCRIBE_UPDATE", MAX_CONTROL_MESSAGE));
         end = u.end;
         priority = u.priority;
-        // Already past the new end: finish now rather than at the next group.
-        if (end !== undefined && last !== undefined && last >= end) reachedEnd.abort();
+        wake.abort();
         stream.setSendOrder?.(priority);
       }
     } catch (err) {
@@ -59,7 +61,17 @@ export async function serveSubscribe(
   })();
   const inflight = new Set<Promise<void>>();
   const maxInflight = Math.max(1, core.options.maxGroupsInFlight ?? 16);
+  // Groups we will not send (skipped, never produced, or missing past the wait): tell the subscriber.
+  const writeDrops = async (ranges: Array<readonly [number, number]>): Promise<void> => {
+    if (!v05) return;
+    for (const [start, last] of ranges) {
+      await w.write(
+        encodeSubscribeResponse({ kind: "drop", start, end: last, code: 0 }, core.version),
+      );
+    }
+  };
   let skipped = 0;
+  let started = false;
   let finished = false;
   try {
     if (!v05) {
@@ -74,47 +86,56 @@ export async function serveSubscribe(
       }, core.version));
     }
     for (;;) {
-      const group = await cursor.next(waitSignal);
-      core.stats.groupsSkipped += cursor.skipped - skipped;
-      skipped = cursor.skipped;
-      if (!group) {
-        finished = !stop.signal.aborted;
-        break;
-      }
-      if (end !== undefined && group.sequence > end) {
+      // Done once everything up to the end was sent, or waited for and dropped.
+      if (end !== undefined && gaps.highest >= end && gaps.settledThrough(end)) {
         finished = true;
         break;
       }
-      if (v05 && last === undefined) {
+      const deadline = gaps.nextDeadline();
+      const group = await cursor.next(
+        deadline === undefined
+          ? waitSignal
+          : AbortSignal.any([waitSignal, AbortSignal.timeout(Math.max(1, deadline - Date.now()))]),
+      );
+      core.stats.groupsSkipped += cursor.skipped - skipped;
+      skipped = cursor.skipped;
+      if (gaps.open > 0) await writeDrops(gaps.expired());
+      if (!group) {
+        if (stop.signal.aborted) break;
+        if (producer.closed) {
+          finished = true;
+          break;
+        }
+        if (wake.signal.aborted) {
+          wake = new AbortController();
+          waitSignal = AbortSignal.any([stop.signal, wake.signal]);
+        }
+        continue; // woken by an update or a gap's deadline
+      }
+      if (end !== undefined && group.sequence > end) {
+        // Past the end: what is still missing below it gets the bounded wait.
+        gaps.expect(end, m.start);
+        continue;
+      }
+      if (v05 && !started) {
         await w.write(
           encodeSubscribeResponse({ kind: "start", group: group.sequence }, core.version),
         );
       }
-      if (v05 && last !== undefined && group.sequence > last + 1) {
-        // Groups we will never send (skipped or never produced): tell the subscriber.
-        await w.write(encodeSubscribeResponse({
-          kind: "drop",
-          start: last + 1,
-          end: group.sequence - 1,
-          code: 0,
-        }, core.version));
-      }
-      last = group.sequence;
+      started = true;
+      gaps.sent(group.sequence);
       while (inflight.size >= maxInflight) await Promise.race(inflight);
       if (stop.signal.aborted) break;
       const sending = sendGroup(core, m.id, group, priority).finally(() =>
         inflight.delete(sending)
       );
       inflight.add(sending);
-      if (end !== undefined && group.sequence >= end) {
-        finished = true;
-        break;
-      }
     }
     await Promise.all(inflight);
     if (finished && v05) {
+      await writeDrops(gaps.expired(true));
       await w.write(
-        encodeSubscribeResponse({ kind: "end", group: (last ?? -1) + 1 }, core.version),
+        encodeSubscribeResponse({ kind: "end", group: gaps.highest + 1 }, core.version),
       );
     }
   } finally {

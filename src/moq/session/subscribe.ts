@@ -25,7 +25,8 @@ export function subscribe(
   options: SubscribeOptions,
 ): Subscription {
   const id = core.nextSubscribeId++;
-  const sub = new Subscription(normalizePath(path), track, id, core.options.maxGroupQueue ?? 64);
+  const limit = options.queueLimit ?? core.options.maxGroupQueue ?? 64;
+  const sub = new Subscription(normalizePath(path), track, id, limit);
   if (core.isClosed) {
     sub._end(new MoqError("closed", "Session closed"));
     return sub;
@@ -106,7 +107,10 @@ async function runSubscribe(
         }
       } else if (resp.kind === "end") {
         sub._endGroup = Math.min(resp.group, sub._endGroup ?? Infinity);
+      } else if (resp.kind === "start") {
+        sub._startGroup ??= resp.group;
       }
+      if (resp.kind === "drop") sub._drop(resp.start, resp.end);
       first = false;
     }
     // A publisher always answers before finishing (lite-04 SUBSCRIBE_OK, lite-05

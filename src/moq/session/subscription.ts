@@ -2,7 +2,15 @@
 import type { SubscribeUpdate, TrackInfo } from "../codec/messages.ts";
 import { MoqError } from "../errors.ts";
 import { BackpressureQueue as AsyncQueue } from "../../wire/mod.ts";
+import { SequenceWindow } from "../sequence_window.ts";
 import type { ReceivedGroup } from "./types.ts";
+
+/**
+ * How long a finished subscription waits for groups still missing below its
+ * end, ms: each group has its own stream, so one that was lost and sent
+ * again can land well after the publisher said it was done.
+ */
+export const LATE_GROUP_WAIT_MS = 2000;
 
 /** A subscription to one of the peer's tracks: iterate it for groups. */
 export class Subscription implements AsyncIterable<ReceivedGroup> {
@@ -21,13 +29,11 @@ export class Subscription implements AsyncIterable<ReceivedGroup> {
   /** @internal */
   readonly _queue: AsyncQueue<ReceivedGroup>;
   /** @internal */
-  _inflight = 0;
-  /** @internal */
   _publisherDone = false;
-  /** @internal */
+  /** @internal Exclusive end: the first group that will never be delivered. */
   _endGroup: number | undefined;
-  /** @internal */
-  _highest = -1;
+  /** @internal First group the publisher said it delivers (lite-05 SUBSCRIBE_START). */
+  _startGroup: number | undefined;
   /** @internal */
   _onClose: () => void = () => {};
   /** @internal */
@@ -41,7 +47,11 @@ export class Subscription implements AsyncIterable<ReceivedGroup> {
     end: undefined,
   };
   readonly #limit: number;
-  readonly #seen = new Set<number>();
+  readonly #seen = new SequenceWindow();
+  readonly #dropped: Array<readonly [number, number]> = [];
+  #lowest = Infinity;
+  #receiving = 0;
+  #finishBy: number | undefined;
   #resolveReady!: () => void;
   #rejectReady!: (err: unknown) => void;
   #accepted = false;
@@ -69,15 +79,36 @@ export class Subscription implements AsyncIterable<ReceivedGroup> {
     this.#resolveReady();
   }
 
-  /** @internal Hands over a complete group; drops the oldest queued when behind. */
+  /** Ranges (inclusive) the publisher said it will never deliver (SUBSCRIBE_DROP; the latest 64). */
+  get drops(): ReadonlyArray<readonly [number, number]> {
+    return this.#dropped;
+  }
+
+  /** Groups being received right now (their streams are open). */
+  get receiving(): number {
+    return this.#receiving;
+  }
+
+  /** @internal A group stream of this subscription started (+1) or ended (-1). */
+  _receiving(delta: 1 | -1): void {
+    this.#receiving += delta;
+  }
+
+  /** @internal The publisher will never deliver `start..end` (inclusive; SUBSCRIBE_DROP). */
+  _drop(start: number, end: number): void {
+    if (this.#dropped.length >= 64) this.#dropped.shift();
+    this.#dropped.push([start, end]);
+  }
+
+  /**
+   * @internal Hands over a complete group, whatever its arrival order; each
+   * sequence once. Drops the oldest queued when behind.
+   */
   _deliver(group: ReceivedGroup): boolean {
-    if (this._queue.ended || this.#seen.has(group.sequence)) return false;
+    if (this._queue.ended) return false;
     if (this._current.end !== undefined && group.sequence > this._current.end) return false;
-    this.#seen.add(group.sequence);
-    if (this.#seen.size > 4096) {
-      for (const s of this.#seen) if (s < group.sequence - 2048) this.#seen.delete(s);
-    }
-    if (group.sequence > this._highest) this._highest = group.sequence;
+    if (!this.#seen.add(group.sequence)) return false;
+    if (group.sequence < this.#lowest) this.#lowest = group.sequence;
     while (this._queue.size >= this.#limit) {
       this._queue.shift();
       this.skipped++;
@@ -98,22 +129,41 @@ export class Subscription implements AsyncIterable<ReceivedGroup> {
     this._onClose = () => {};
   }
 
-  /** @internal Publisher finished: end once in-flight groups are in (with a short grace). */
-  _maybeFinish(graceMs: number): void {
+  /**
+   * @internal Publisher finished: end once every group below its end is in.
+   * With a known end, groups still missing (late on a lossy link) get up to
+   * {@linkcode LATE_GROUP_WAIT_MS}; without one, stragglers get `graceMs`.
+   */
+  _maybeFinish(graceMs: number, now: number = Date.now()): void {
     if (!this._publisherDone || this._queue.ended) return;
-    // Group streams may still be on their way when the Subscribe stream ends:
-    // without a known end, wait a short grace period for stragglers.
-    const complete = this._endGroup !== undefined && this._highest >= this._endGroup - 1;
-    if (this._inflight === 0 && complete) {
+    if (this.#receiving === 0 && this.#complete()) {
       this._end();
       return;
     }
-    if (this.#grace === undefined) {
-      this.#grace = setTimeout(() => {
-        this.#grace = undefined;
-        this._end();
-      }, graceMs);
+    if (this.#grace !== undefined) return;
+    const wait = this._endGroup === undefined ? graceMs : LATE_GROUP_WAIT_MS;
+    this.#finishBy ??= now + wait;
+    this.#grace = setTimeout(() => {
+      this.#grace = undefined;
+      this._end();
+    }, Math.max(0, this.#finishBy - now));
+  }
+
+  // Every sequence from the first delivered (or announced) up to the end is in or dropped.
+  #complete(): boolean {
+    const end = this._endGroup;
+    if (end === undefined) return false;
+    // Where the range begins: as the publisher said, else as we asked, else the first group in.
+    const begin = this._startGroup ?? this._current.start ??
+      (this.#lowest === Infinity ? undefined : this.#lowest);
+    if (begin === undefined) return end === 0;
+    const first = Math.max(begin, end - 4096, this.#seen.floor);
+    for (let s = first; s < end; s++) {
+      if (this.#seen.check(s) === "new" && !this.#dropped.some(([a, b]) => s >= a && s <= b)) {
+        return false;
+      }
     }
+    return true;
   }
 
   /**

@@ -45,6 +45,12 @@ export interface MoqSessionOptions {
   readonly maxBufferedBytes?: number;
   /** Concurrent group streams per served subscription (default 16). */
   readonly maxGroupsInFlight?: number;
+  /**
+   * How long a served subscription waits for a group missing below the
+   * highest sent before telling the subscriber it is dropped, ms (default
+   * 2000). A group that arrives later is still sent.
+   */
+  readonly lateGroupWaitMs?: number;
   /** Where diagnostics go (default console.warn); each kind is logged once per session. */
   readonly log?: (message: string) => void;
 }
@@ -80,4 +86,10 @@ export interface SubscribeOptions {
   readonly start?: number;
   /** Last group wanted, inclusive (default: unbounded). */
   readonly end?: number;
+  /**
+   * Groups held for a reader that has not taken them yet before the oldest is
+   * dropped (default: the session's `maxGroupQueue`, else 64). A reader that
+   * never waits (a relay) sets it high: retransmitted groups can land in a burst.
+   */
+  readonly queueLimit?: number;
 }
