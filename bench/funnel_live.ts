@@ -14,7 +14,7 @@
  */
 import { parseArgs } from "node:util";
 import { generateDevCertificate } from "../src/certs/mod.ts";
-import { connect, type MoqSession } from "../src/moq/mod.ts";
+import { connect, type MoqSession, VERSIONS } from "../src/moq/mod.ts";
 import { connectQuicSession } from "../src/transport/quic.ts";
 import { freeUdpTcpPort } from "../src/transport/free_port.ts";
 
@@ -55,6 +55,7 @@ async function subscriberRole(): Promise<void> {
   const ready: Promise<void>[] = [];
   for (let i = 0; i < n; i++) {
     const session = await connectQuicSession(new URL(`moqt://localhost:${port}/`), {
+      alpn: VERSIONS,
       caCerts: [certPem],
     });
     const moq = await connect(session);

@@ -7,6 +7,7 @@ import { listen } from "../src/transport/listener.ts";
 import { connectQuicSession } from "../src/transport/quic.ts";
 import type { Session } from "../src/transport/session.ts";
 import { connectWebTransport } from "../src/transport/webtransport/mod.ts";
+import { VERSIONS } from "../src/moq/mod.ts";
 
 const CHUNK = 64 * 1024;
 const CHUNKS = 64; // 4 MiB per stream
@@ -41,15 +42,18 @@ async function drain(session: Session): Promise<void> {
 }
 
 const server = await listen({
+  protocols: VERSIONS,
   certPem: cert.certPem,
   keyPem: cert.keyPem,
   onSession: (s) => void drain(s),
 });
 const port = server.addr.port;
 const wt = await connectWebTransport(new URL(`https://localhost:${port}/bench`), {
+  protocols: VERSIONS,
   serverCertificateHashes: [cert.sha256],
 });
 const quic = await connectQuicSession(new URL(`moqt://localhost:${port}/`), {
+  alpn: VERSIONS,
   serverCertificateHashes: [{ algorithm: "sha-256", value: cert.sha256 }],
 });
 const payload = new Uint8Array(CHUNK).fill(7);

@@ -11,6 +11,7 @@ import { connectQuicSession } from "../src/transport/quic.ts";
 import type { Session } from "../src/transport/session.ts";
 import { connectWebTransport } from "../src/transport/webtransport/mod.ts";
 import { type Figures, moqGroups } from "./support/moq_groups.ts";
+import { VERSIONS } from "../src/moq/mod.ts";
 
 function arg(name: string, fallback: number): number {
   const i = Deno.args.indexOf(`--${name}`);
@@ -21,6 +22,7 @@ const cert = await generateDevCertificate();
 const incoming: Session[] = [];
 let wakeServer: (() => void) | undefined;
 const server = await listen({
+  protocols: VERSIONS,
   certPem: cert.certPem,
   keyPem: cert.keyPem,
   onSession: (s) => {

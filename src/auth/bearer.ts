@@ -15,6 +15,7 @@ export function tokenFromUrl(url: URL | string): string | undefined {
   try {
     parsed = typeof url === "string" ? new URL(url) : url;
   } catch {
+    // Not a URL: there is no credential in it.
     return undefined;
   }
   const token = parsed.searchParams.get("jwt");

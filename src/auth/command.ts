@@ -1,3 +1,4 @@
+import { errorText } from "../errors/mod.ts";
 import { exportJWK, generateKeyPair } from "jose";
 import { ed25519Thumbprint, parseKeySet } from "./key_set.ts";
 import { pathProblem, prefixCovers } from "./path.ts";
@@ -100,7 +101,7 @@ export async function runAuthCommand(args: string[], io: AuthCommandIo = {}): Pr
       stderr(`sluice auth: ${error.message}\n\n${USAGE}`);
       return 2;
     }
-    stderr(`sluice auth ${command}: ${error instanceof Error ? error.message : String(error)}\n`);
+    stderr(`sluice auth ${command}: ${errorText(error)}\n`);
     return 1;
   }
 }
@@ -178,6 +179,7 @@ async function keygen(args: string[], stdout: (text: string) => void): Promise<n
     await Deno.writeTextFile(temporary, `${JSON.stringify(document, null, 2)}\n`);
     await Deno.rename(temporary, keysPath);
   } catch (error) {
+    // Best-effort cleanup of the half-written files; the write error is rethrown below.
     await Deno.remove(temporary).catch(() => {});
     await Deno.remove(out).catch(() => {});
     throw new Error(`Cannot write key set ${keysPath}: ${(error as Error).message}`);

@@ -1,3 +1,4 @@
+import { errorText } from "../errors/mod.ts";
 import { type KeySet, MAX_KEY_SET_BYTES, parseKeySet } from "./key_set.ts";
 
 /** Timer functions a key source schedules its polls with; tests pass their own. */
@@ -114,7 +115,7 @@ abstract class PollingKeySource implements KeySource {
   protected reportFailure(error: unknown): void {
     this.log(
       `Key set refresh from ${this.location} failed, keeping the last good set: ${
-        error instanceof Error ? error.message : String(error)
+        errorText(error)
       }`,
     );
   }
@@ -190,7 +191,7 @@ export class FileKeySource extends PollingKeySource {
 
   protected override reportFailure(error: unknown): void {
     // A file left broken is polled every second; say so once per distinct failure.
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorText(error);
     if (message === this.#lastFailure) return;
     this.#lastFailure = message;
     super.reportFailure(error);
@@ -295,7 +296,7 @@ export class UrlKeySource extends PollingKeySource {
   }
 
   protected async fallback(cause: unknown): Promise<KeySet> {
-    const reason = cause instanceof Error ? cause.message : String(cause);
+    const reason = errorText(cause);
     if (this.#cacheFile === undefined) throw cause;
     let text: string;
     try {
@@ -334,6 +335,7 @@ export class UrlKeySource extends PollingKeySource {
       await Deno.rename(temporary, file);
       this.#cachedText = text;
     } catch (error) {
+      // Best-effort cleanup; the write failure is logged just below.
       await Deno.remove(temporary).catch(() => {});
       this.log(`Cannot write key set cache ${file}: ${(error as Error).message}`);
     }
@@ -359,6 +361,7 @@ async function readLimited(response: Response, limit: number, where: string): Pr
       chunks.push(value);
     }
   } catch (error) {
+    // Releasing the body is best effort; the read error is rethrown below.
     await reader.cancel().catch(() => {});
     throw error;
   }

@@ -2,6 +2,7 @@
  * A minimal DER (ASN.1) encoder: just the types an X.509 certificate needs.
  * Writing DER is simple and total, so no third-party ASN.1 library is used.
  */
+import { concatBytes } from "../wire/mod.ts";
 
 /** Encodes a tag with its definite length and contents. */
 export function tlv(tag: number, contents: Uint8Array): Uint8Array<ArrayBuffer> {
@@ -19,25 +20,14 @@ export function tlv(tag: number, contents: Uint8Array): Uint8Array<ArrayBuffer> 
   return out;
 }
 
-/** Concatenates byte arrays. */
-export function concat(...parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
-
 /** SEQUENCE of already-encoded elements. */
 export function sequence(...items: Uint8Array[]): Uint8Array<ArrayBuffer> {
-  return tlv(0x30, concat(...items));
+  return tlv(0x30, concatBytes(items));
 }
 
 /** SET of already-encoded elements (callers pass one element, so no sorting is needed). */
 export function set(...items: Uint8Array[]): Uint8Array<ArrayBuffer> {
-  return tlv(0x31, concat(...items));
+  return tlv(0x31, concatBytes(items));
 }
 
 /** INTEGER from unsigned big-endian magnitude bytes. */
@@ -46,7 +36,7 @@ export function integerBytes(magnitude: Uint8Array): Uint8Array<ArrayBuffer> {
   while (start < magnitude.length - 1 && magnitude[start] === 0) start++;
   const trimmed = magnitude.subarray(start);
   const pad = (trimmed[0] ?? 0) & 0x80 ? new Uint8Array([0]) : new Uint8Array(0);
-  return tlv(0x02, concat(pad, trimmed.length ? trimmed : new Uint8Array([0])));
+  return tlv(0x02, concatBytes([pad, trimmed.length ? trimmed : new Uint8Array([0])]));
 }
 
 /** INTEGER from a small non-negative number. */
@@ -84,7 +74,7 @@ export function octetString(bytes: Uint8Array): Uint8Array<ArrayBuffer> {
 
 /** BIT STRING with the given number of unused trailing bits. */
 export function bitString(bytes: Uint8Array, unusedBits = 0): Uint8Array<ArrayBuffer> {
-  return tlv(0x03, concat(new Uint8Array([unusedBits]), bytes));
+  return tlv(0x03, concatBytes([new Uint8Array([unusedBits]), bytes]));
 }
 
 /** UTF8String. */

@@ -1,7 +1,6 @@
 import {
   bitString,
   boolean,
-  concat,
   explicit,
   integer,
   integerBytes,
@@ -132,6 +131,6 @@ function extensions(hosts: readonly string[]): Uint8Array[] {
       false,
       sequence(oid("1.3.6.1.5.5.7.3.1"), oid("1.3.6.1.5.5.7.3.2")),
     ),
-    extension("2.5.29.17", false, sequence(concat(...names))),
+    extension("2.5.29.17", false, sequence(...names)),
   ];
 }

@@ -1,3 +1,5 @@
+import { errorText } from "../errors/mod.ts";
+
 /** Configuration problems found at startup, each naming its variable. */
 export class ConfigError extends Error {
   /** One line per problem: `VARIABLE: what is wrong`. */
@@ -28,7 +30,7 @@ export class ProblemCollector {
     try {
       return parse(value.trim());
     } catch (error) {
-      this.add(name, error instanceof Error ? error.message : String(error));
+      this.add(name, errorText(error));
       return undefined;
     }
   }

@@ -171,6 +171,7 @@ function origins(s: string): readonly string[] | "*" {
     try {
       u = new URL(o);
     } catch {
+      // Not a URL: reported as an invalid origin below.
       u = undefined;
     }
     if (
@@ -350,6 +351,7 @@ export function runtimeV8FlagsArgument(): string | undefined {
   try {
     args = Deno.readTextFileSync("/proc/self/cmdline").split("\0");
   } catch {
+    // No /proc (not Linux, or no permission): nothing to pass on.
     return undefined;
   }
   let found: string | undefined;

@@ -1,5 +1,5 @@
 import { HttpProblem } from "../http/mod.ts";
-import { concatBytes } from "../transport/mod.ts";
+import { concatBytes } from "../wire/mod.ts";
 
 /** Largest accepted request body, in bytes (decisions.md). */
 export const MAX_BODY_BYTES = 64 * 1024;

@@ -1,3 +1,4 @@
+import { errorText } from "../errors/mod.ts";
 import { ConfigError } from "../config/errors.ts";
 import { loadFunnelConfig } from "../config/funnel.ts";
 import { consoleLogger } from "../log/mod.ts";
@@ -28,7 +29,7 @@ export async function runFunnelCommand(args: readonly string[]): Promise<number>
   try {
     funnel = await startFunnel(config, { log });
   } catch (error) {
-    log.error("The funnel could not start", error instanceof Error ? error.message : error);
+    log.error("The funnel could not start", errorText(error));
     return 1;
   }
   for (const line of funnel.summary) console.log(line);

@@ -6,6 +6,7 @@ import { LedgerError } from "./errors.ts";
 import { Serial } from "./serial.ts";
 import { decodeStorageName, isHashedName, pathFromKey, trackStorageName } from "./storage_name.ts";
 import { trackKey, type TrackPath } from "./track_path.ts";
+import { concatBytes } from "../wire/mod.ts";
 
 /*
  * On-disk layout (one directory per track, append-only segment files):
@@ -145,6 +146,7 @@ export class DirectoryBackend implements LedgerBackend {
       await fsyncDir(tmp);
       await Deno.rename(tmp, `${this.#root}/${name}`);
     } catch (error) {
+      // Best-effort cleanup of the temporary directory; the error is handled below.
       await Deno.remove(tmp, { recursive: true }).catch(() => {});
       // A concurrent creator won the rename: the track exists, which is all we want.
       if (!(await exists(`${this.#root}/${name}`))) throw error;
@@ -185,6 +187,7 @@ function parseSegment(bytes: Uint8Array, first: number): ParsedSegment {
     try {
       entries = decodeBatch(body);
     } catch {
+      // An undecodable batch ends the readable part of the file, like a torn write.
       break;
     }
     if (entries[0]!.seq !== next) break;
@@ -430,7 +433,7 @@ class DirectoryTrack implements TrackBackend {
         })
       );
       if (!found) return;
-      const rewritten = concat(batches.map(frame));
+      const rewritten = concatBytes(batches.map(frame));
       const tmp = `${name}.tmp`;
       try {
         const file = await Deno.open(tmp, { write: true, create: true, truncate: true });
@@ -536,16 +539,7 @@ async function readLastFrame(file: Deno.FsFile, size: number): Promise<LedgerEnt
   try {
     return decodeBatch(body);
   } catch {
+    // Undecodable: the caller treats the batch as absent.
     return undefined;
   }
-}
-
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
 }

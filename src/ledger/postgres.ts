@@ -75,6 +75,7 @@ export class PostgresBackend implements LedgerBackend {
     try {
       await backend.#ensureSchema();
     } catch (error) {
+      // Closing the pool is best effort; the schema error is what the caller sees.
       await sql.end({ timeout: 1 }).catch(() => {});
       throw translate(error, "Cannot prepare the ledger table");
     }

@@ -41,6 +41,7 @@ export function decodeStorageName(name: string): TrackPath | undefined {
   try {
     key = decodeURIComponent(name);
   } catch {
+    // Not percent-encoding we wrote: not one of our names.
     return undefined;
   }
   return pathFromKey(key);

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { errorStack } from "../errors/mod.ts";
 
 /** Log levels, most severe first. */
 export type LogLevel = "error" | "warn" | "info" | "debug";
@@ -26,9 +27,7 @@ const ORDER: Record<LogLevel, number> = { error: 0, warn: 1, info: 2, debug: 3 }
 export function consoleLogger(component: string, level: LogLevel = "info"): Logger {
   const write = (at: LogLevel, message: string, error?: unknown): void => {
     if (ORDER[at] > ORDER[level]) return;
-    const detail = error === undefined
-      ? ""
-      : `: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`;
+    const detail = error === undefined ? "" : `: ${errorStack(error)}`;
     console.error(`${new Date().toISOString()} ${at} [${component}] ${message}${detail}`);
   };
   return {

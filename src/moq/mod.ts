@@ -41,4 +41,4 @@ export { MoqCode, MoqError, type MoqErrorKind } from "./errors.ts";
 export { MoqStats } from "./stats.ts";
 export { hasPrefix, joinPath, normalizePath, pathSuffix, wirePath, wirePrefix } from "./path.ts";
 export { type TrackInfo, type Version, VERSIONS } from "./codec/messages.ts";
-export { DecodeError } from "./wire/errors.ts";
+export { DecodeError } from "../wire/mod.ts";

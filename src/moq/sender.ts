@@ -33,6 +33,7 @@ export class Sender {
   abort(reason?: unknown): void {
     if (this.#done) return;
     this.#done = true;
+    // Aborting a stream that already failed has nothing left to report.
     this.#writer.abort(reason).catch(() => {});
   }
 }

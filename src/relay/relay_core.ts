@@ -1,3 +1,4 @@
+import { errorText } from "../errors/mod.ts";
 import type { TrackProducer } from "../moq/mod.ts";
 import { TrackDistributor } from "./distributor.ts";
 import type { RateMeter } from "./rate_meter.ts";
@@ -145,7 +146,7 @@ export class RelayCore {
       const notFound = e instanceof Error && "kind" in e && e.kind === "not-found";
       throw new SubscribeError(
         notFound ? "not_found" : "upstream_error",
-        `Upstream subscription to "${path}/${track}" failed: ${e instanceof Error ? e.message : e}`,
+        `Upstream subscription to "${path}/${track}" failed: ${errorText(e)}`,
       );
     }
     m.trackUpstreamRequestDurationSeconds.observe(labels, (this.#opts.now() - started) / 1000);

@@ -1,5 +1,7 @@
+import { errorStack } from "../errors/mod.ts";
 import { AuthError, type Verifier } from "../auth/mod.ts";
 import { problemResponse, type RunningServer, startHttpServer } from "../http/mod.ts";
+import { VERSIONS } from "../moq/mod.ts";
 import {
   type Admission as WtAdmission,
   chooseProtocol,
@@ -57,7 +59,7 @@ export function webTransportAdmission(
   verifier: Verifier | undefined,
 ): (req: WebTransportRequest) => Promise<WtAdmission> {
   return async (req) => {
-    const protocol = chooseProtocol(req.protocols);
+    const protocol = chooseProtocol(req.protocols, VERSIONS);
     if (protocol === undefined) return { status: 400, reason: "No supported protocol offered" };
     if (req.origin !== undefined && origins !== "*" && !origins.includes(req.origin)) {
       return { status: 403, reason: `Origin ${req.origin} is not allowed` };
@@ -125,6 +127,7 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
         port,
         certPem: options.tls.certPem,
         keyPem: options.tls.keyPem,
+        protocols: VERSIONS,
         admitWebTransport: webTransportAdmission(options.corsAllowedOrigins, options.verifier),
         onSession: (s) => sessions.handle(s),
       }), (port) =>
@@ -133,7 +136,7 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
         port,
         tls: { cert: options.tls.certPem, key: options.tls.keyPem },
         onError: (e: unknown) => {
-          log(`relay: HTTP handler failed: ${e instanceof Error ? e.stack : e}`);
+          log(`relay: HTTP handler failed: ${errorStack(e)}`);
           return problemResponse(500, "The relay failed to answer; see its log");
         },
       }));

@@ -1,3 +1,4 @@
+import { errorText } from "../errors/mod.ts";
 import type { Verifier } from "../auth/mod.ts";
 import {
   accept,
@@ -111,7 +112,7 @@ export class RelaySessions {
     }
     const task = this.#serve(session).catch((e) => {
       this.#opts.log(
-        `relay: session ${session.remote} failed: ${e instanceof Error ? e.message : e}`,
+        `relay: session ${session.remote} failed: ${errorText(e)}`,
       );
     });
     this.#tasks.add(task);
@@ -159,7 +160,7 @@ export class RelaySessions {
             admission = await admitSession(s.url, o.verifier);
             return true;
           } catch (e) {
-            o.log(`relay: session ${s.remote} refused: ${e instanceof Error ? e.message : e}`);
+            o.log(`relay: session ${s.remote} refused: ${errorText(e)}`);
             return false;
           }
         },
@@ -269,6 +270,7 @@ export class RelaySessions {
     let timer: ReturnType<typeof setTimeout> | undefined;
     let stopped = false;
     const tick = async () => {
+      // A ping that fails (the session is ending) just yields no sample.
       const sample = await pingRtt(live.moq, this.#opts.now).catch(() => undefined);
       if (stopped) return;
       if (sample !== undefined) {

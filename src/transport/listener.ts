@@ -9,7 +9,7 @@
  * the moq SETUP, so for those connections admission is the moq layer's job:
  * the listener just yields the session.
  */
-import { MOQ_ALPNS, quicSession } from "./quic.ts";
+import { quicSession } from "./quic.ts";
 import type { Session } from "./session.ts";
 import {
   admitAny,
@@ -33,9 +33,13 @@ export interface ListenOptions {
   readonly certPem: string;
   /** Private key, PEM. */
   readonly keyPem: string;
-  /** ALPN tokens served (default moq-lite-05, moq-lite-04, h3). */
-  readonly alpn?: readonly string[];
-  /** Decides each WebTransport CONNECT (default: accept any path, lite-05 preferred). */
+  /**
+   * The application's protocols, preferred first (moq's `VERSIONS`): served
+   * as native QUIC ALPN tokens next to `h3`, and chosen from by the default
+   * WebTransport admission.
+   */
+  readonly protocols: readonly string[];
+  /** Decides each WebTransport CONNECT (default: accept any path, first of `protocols` offered). */
   readonly admitWebTransport?: AdmitWebTransport;
   /** Receives every session: native QUIC right after the handshake, WebTransport once admitted. */
   readonly onSession: (session: Session) => void;
@@ -73,6 +77,7 @@ export interface Listener {
  * ```ts
  * const server = await listen({
  *   port: 4443, certPem, keyPem,
+ *   protocols: VERSIONS, // from src/moq: moq-lite-05, moq-lite-04
  *   admitWebTransport: (req) =>
  *     req.path === "/moq" ? { status: 200, protocol: "moq-lite-05" } : { status: 404 },
  *   onSession: (session) => serveMoq(session),
@@ -85,7 +90,7 @@ export function listen(options: ListenOptions): Promise<Listener> {
     hostname: options.hostname ?? "127.0.0.1",
     port: options.port ?? 0,
   });
-  const alpn = [...(options.alpn ?? [...MOQ_ALPNS, H3_ALPN])];
+  const alpn = [...options.protocols, H3_ALPN];
   const listener = endpoint.listen({
     cert: options.certPem,
     key: options.keyPem,
@@ -120,7 +125,7 @@ export function listen(options: ListenOptions): Promise<Listener> {
     }
     if (conn.protocol === H3_ALPN) {
       const h3 = serveWebTransport(conn, {
-        admit: options.admitWebTransport ?? admitAny,
+        admit: options.admitWebTransport ?? admitAny(options.protocols),
         onSession: deliver,
         ...(options.webTransportSessionTimeoutMs !== undefined
           ? { sessionTimeoutMs: options.webTransportSessionTimeoutMs }
@@ -135,6 +140,7 @@ export function listen(options: ListenOptions): Promise<Listener> {
       return;
     }
     quicConns.add(conn);
+    // A connection that ends with an error is gone all the same: only its end matters here.
     conn.closed.catch(() => {}).finally(() => quicConns.delete(conn));
     deliver(quicSession(conn));
   };
@@ -145,8 +151,10 @@ export function listen(options: ListenOptions): Promise<Listener> {
       try {
         incoming = await listener.incoming();
       } catch {
+        // The endpoint was closed: stop accepting.
         return;
       }
+      // handle() settles each connection itself; a rejection here has nothing left to clean up.
       const task = handle(incoming).catch(() => {});
       handshakes.add(task);
       task.finally(() => handshakes.delete(task));

@@ -11,6 +11,7 @@ export type {
   SessionCloseInfo,
   StreamOptions,
 } from "./session.ts";
+export { SessionClosedError, StreamError, type StreamErrorKind } from "./errors.ts";
 export {
   type CertificateHash,
   connectQuicSession,
@@ -18,13 +19,11 @@ export {
   formatAddr,
   listenQuic,
   type ListenQuicOptions,
-  MOQ_ALPNS,
   QuicConnectError,
   quicSession,
   type QuicSessionListener,
   type QuicSessionOptions,
 } from "./quic.ts";
 export { H3_ALPN, listen, type Listener, type ListenOptions } from "./listener.ts";
-export { concatBytes } from "./bytes.ts";
 export { freeUdpTcpPort } from "./free_port.ts";
 export * from "./webtransport/mod.ts";

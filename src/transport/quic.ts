@@ -9,6 +9,7 @@
  * streams use `waitUntilAvailable` so the peer's stream limit applies
  * back-pressure instead of throwing; stream resets carry no code.
  */
+import { errorText } from "../errors/mod.ts";
 import type {
   BidiStream,
   RecvStream,
@@ -17,9 +18,8 @@ import type {
   SessionCloseInfo,
   StreamOptions,
 } from "./session.ts";
-
-/** ALPN tokens of the moq-lite versions served over native QUIC. */
-export const MOQ_ALPNS: readonly string[] = ["moq-lite-05", "moq-lite-04"];
+import { SessionClosedError } from "./errors.ts";
+import { fromDenoQuicError } from "./quic_errors.ts";
 
 /** Options for {@linkcode quicSession}. */
 export interface QuicSessionOptions {
@@ -65,7 +65,7 @@ class QuicSession implements Session {
       (err: unknown): SessionCloseInfo =>
         this.#local ?? {
           code: 0,
-          reason: err instanceof Error ? err.message : String(err),
+          reason: errorText(err),
           dropped: true,
         },
     ).finally(() => {
@@ -77,15 +77,13 @@ class QuicSession implements Session {
     try {
       return this.#conn.maxDatagramSize;
     } catch {
+      // The connection is gone: no datagram fits.
       return 0;
     }
   }
 
   async openBidi(options?: StreamOptions): Promise<BidiStream> {
-    const s = await this.#conn.createBidirectionalStream({
-      sendOrder: options?.sendOrder ?? 0,
-      waitUntilAvailable: true,
-    });
+    const s = await this.#open(() => this.#conn.createBidirectionalStream(openOptions(options)));
     return {
       readable: s.readable,
       writable: s.writable,
@@ -94,11 +92,24 @@ class QuicSession implements Session {
   }
 
   async openUni(options?: StreamOptions): Promise<SendStream> {
-    const s = await this.#conn.createUnidirectionalStream({
-      sendOrder: options?.sendOrder ?? 0,
-      waitUntilAvailable: true,
-    });
+    const s = await this.#open(() => this.#conn.createUnidirectionalStream(openOptions(options)));
     return { writable: s, setSendOrder: (order: number) => setOrder(s, order) };
+  }
+
+  translateError(err: unknown): unknown {
+    return fromDenoQuicError(err);
+  }
+
+  // Opens fail with neutral errors; Deno words an open on a closed
+  // connection as a plain Error ("closed"), so our own state decides that one.
+  async #open<T>(open: () => Promise<T>): Promise<T> {
+    try {
+      return await open();
+    } catch (err) {
+      const translated = fromDenoQuicError(err);
+      if (translated !== err || !this.#ended) throw translated;
+      throw new SessionClosedError(errorText(err), { cause: err });
+    }
   }
 
   async acceptBidi(): Promise<BidiStream | undefined> {
@@ -113,6 +124,7 @@ class QuicSession implements Session {
         setSendOrder: (order: number) => setOrder(s.writable, order),
       };
     } catch {
+      // The connection ended: no more streams to accept.
       return undefined;
     }
   }
@@ -123,6 +135,7 @@ class QuicSession implements Session {
       const { value, done } = await this.#uni.read();
       return done ? undefined : { readable: value };
     } catch {
+      // The connection ended: no more streams to accept.
       return undefined;
     }
   }
@@ -140,6 +153,7 @@ class QuicSession implements Session {
     try {
       return await this.#conn.readDatagram();
     } catch {
+      // The connection ended: no more datagrams.
       return undefined;
     }
   }
@@ -154,6 +168,11 @@ class QuicSession implements Session {
       // already closed
     }
   }
+}
+
+// Outgoing streams wait for the peer's stream limit instead of failing on it.
+function openOptions(options: StreamOptions | undefined): Deno.QuicSendStreamOptions {
+  return { sendOrder: options?.sendOrder ?? 0, waitUntilAvailable: true };
 }
 
 function setOrder(stream: Deno.QuicSendStream, order: number): void {
@@ -192,8 +211,8 @@ export interface ConnectQuicSessionOptions {
    * so `true` throws a TypeError: use `caCerts` or `serverCertificateHashes`.
    */
   readonly insecure?: boolean;
-  /** ALPN offers, preferred first (default moq-lite-05, moq-lite-04). */
-  readonly alpn?: readonly string[];
+  /** ALPN offers, preferred first: the application's protocols (moq's `VERSIONS`). */
+  readonly alpn: readonly string[];
   /** TLS server name (default: the URL's host). */
   readonly serverName?: string;
   /** Abandons the dial. */
@@ -227,13 +246,14 @@ export class QuicConnectError extends Error {
  * @example
  * ```ts
  * const session = await connectQuicSession(new URL("moqt://127.0.0.1:4443/?jwt=..."), {
+ *   alpn: VERSIONS, // from src/moq: moq-lite-05, moq-lite-04
  *   caCerts: [await Deno.readTextFile("certs/server.crt")],
  * });
  * ```
  */
 export async function connectQuicSession(
   url: URL,
-  options: ConnectQuicSessionOptions = {},
+  options: ConnectQuicSessionOptions,
 ): Promise<Session> {
   if (url.protocol !== "moqt:" && url.protocol !== "https:" && url.protocol !== "moq:") {
     throw new QuicConnectError("url", `Cannot dial "${url.href}": scheme must be moqt:`);
@@ -245,7 +265,7 @@ export async function connectQuicSession(
   }
   const hostname = url.hostname.replace(/^\[|\]$/g, "");
   const port = url.port ? Number(url.port) : 443;
-  const alpn = [...(options.alpn ?? MOQ_ALPNS)];
+  const alpn = [...options.alpn];
   // Deno 2.9 honours serverCertificateHashes at runtime; its type declarations omit it.
   const dial: Deno.ConnectQuicOptions<false> & {
     serverCertificateHashes?: { algorithm: string; value: Uint8Array }[];
@@ -275,7 +295,7 @@ export async function connectQuicSession(
     if (options.signal?.aborted) {
       throw new QuicConnectError("aborted", `Dial to "${url.host}" aborted`, { cause: err });
     }
-    const message = err instanceof Error ? err.message : String(err);
+    const message = errorText(err);
     const kind = /certificate|handshake|tls/i.test(message) ? "tls" : "network";
     throw new QuicConnectError(kind, `Cannot dial "${url.host}": ${message}`, { cause: err });
   }
@@ -315,8 +335,8 @@ export interface ListenQuicOptions {
   readonly cert: string;
   /** Private key (PEM). */
   readonly key: string;
-  /** ALPN tokens accepted (default moq-lite-05, moq-lite-04). */
-  readonly alpn?: readonly string[];
+  /** ALPN tokens accepted, preferred first: the application's protocols (moq's `VERSIONS`). */
+  readonly alpn: readonly string[];
   /** Incoming uni stream limit per connection (default 1000). */
   readonly maxConcurrentUnidirectionalStreams?: number;
   /** Incoming bidi stream limit per connection (default 100). */
@@ -346,7 +366,7 @@ export function listenQuic(options: ListenQuicOptions): QuicSessionListener {
   const listener = endpoint.listen({
     cert: options.cert,
     key: options.key,
-    alpnProtocols: [...(options.alpn ?? MOQ_ALPNS)],
+    alpnProtocols: [...options.alpn],
     maxConcurrentUnidirectionalStreams: options.maxConcurrentUnidirectionalStreams ?? 1000,
     maxConcurrentBidirectionalStreams: options.maxConcurrentBidirectionalStreams ?? 100,
     maxIdleTimeout: options.maxIdleTimeout ?? 30_000,
@@ -384,6 +404,7 @@ export function listenQuic(options: ListenQuicOptions): QuicSessionListener {
           try {
             incoming = await listener.incoming();
           } catch {
+            // The listener was stopped: stop accepting.
             break;
           }
           try {
@@ -397,6 +418,7 @@ export function listenQuic(options: ListenQuicOptions): QuicSessionListener {
         }
         ended = true;
         notify();
+        // The loop contains its own failures; this only keeps an unexpected one from going unhandled.
       })().catch(() => {});
       for (;;) {
         const next = ready.shift();

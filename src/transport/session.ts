@@ -9,11 +9,21 @@
  * - `close()` is idempotent; `closed` always resolves (never rejects).
  * - Deno 2.9's QUIC cannot send a stream reset with a code: `reset()`
  *   is best effort (FIN on native QUIC) and `stop()` sends STOP_SENDING 0.
+ * - Failures are the neutral errors of `errors.ts`: `StreamError` (the
+ *   peer reset or stopped a stream, with its code) and `SessionClosedError`
+ *   (the session is gone). Opening a stream throws them directly, and
+ *   WebTransport receive halves (which already pass through a reader that
+ *   strips the stream header) reject with them. Native QUIC stream halves
+ *   and WebTransport send halves are Deno's own streams, not wrappers: a
+ *   wrapper per stream costs about a quarter more CPU per small MoQ group
+ *   (measured with bench/moq_throughput.ts). Their reads and writes reject
+ *   with the runtime's errors, so a caller that branches on why a read or
+ *   write failed passes the error through `translateError` first.
  */
 export interface Session {
   /** Which transport carries the session. */
   readonly transport: "quic" | "webtransport";
-  /** Negotiated application protocol: "moq-lite-05" or "moq-lite-04" (ALPN or WT-Protocol). */
+  /** Negotiated application protocol (ALPN or WT-Protocol), one of the list the caller passed, e.g. "moq-lite-05". */
   readonly protocol: string;
   /** The URL the client dialed (path and query, e.g. the `jwt` parameter), when known. */
   readonly url: URL | undefined;
@@ -33,6 +43,12 @@ export interface Session {
   readDatagram?(): Promise<Uint8Array | undefined>;
   /** Largest datagram payload now, 0 when datagrams are not possible. */
   readonly maxDatagramSize?: number;
+  /**
+   * Translates what one of this session's streams threw into a neutral
+   * error (`StreamError`, `SessionClosedError`), with this transport's
+   * codes; anything else, or an error already translated, comes back as is.
+   */
+  translateError(err: unknown): unknown;
   /** Ends the session with an application code and reason. Idempotent. */
   close(code: number, reason: string): void;
   /** Resolves when the session ends, with the code and reason (ours or the peer's). */

@@ -9,6 +9,7 @@ import {
   type MoqSession,
   type ReceivedGroup,
   type Subscription,
+  VERSIONS,
 } from "../../src/moq/mod.ts";
 import { connectQuicSession } from "../../src/transport/quic.ts";
 import type { Session } from "../../src/transport/mod.ts";
@@ -83,12 +84,14 @@ export async function dialMoq(
   const query = options.jwt === undefined ? "" : `?jwt=${options.jwt}`;
   if (options.webTransport) {
     const session = await connectWebTransport(new URL(`https://localhost:${port}/${query}`), {
+      protocols: VERSIONS,
       serverCertificateHashes: [c.sha256],
       ...(options.origin ? { origin: options.origin } : {}),
     });
     return await connect(session);
   }
   const session = await connectQuicSession(new URL(`moqt://localhost:${port}/${query}`), {
+    alpn: VERSIONS,
     serverCertificateHashes: [{ algorithm: "sha-256", value: c.sha256 }],
     ...(options.alpn ? { alpn: [options.alpn] } : {}),
     ...(options.maxUni ? { maxConcurrentUnidirectionalStreams: options.maxUni } : {}),
@@ -107,7 +110,10 @@ export async function dialNet(
   const c = await devCert();
   if (options.webTransport) {
     const url = new URL(`https://localhost:${port}/${options.jwt ? `?jwt=${options.jwt}` : ""}`);
-    const wt = await connectWebTransport(url, { serverCertificateHashes: [c.sha256] });
+    const wt = await connectWebTransport(url, {
+      protocols: VERSIONS,
+      serverCertificateHashes: [c.sha256],
+    });
     return await Net.Connection.connect(url, {
       transport: asWebTransport(wt) as unknown as WebTransport,
     });
@@ -193,6 +199,7 @@ export function stallable(session: Session): { session: Session; hold(): void; r
       while (gate) await gate;
       return await session.acceptUni();
     },
+    translateError: (err) => session.translateError(err),
     close: (code, reason) => session.close(code, reason),
   };
   return {

@@ -2,7 +2,7 @@
 // so the MoQ listener serves a generated one whose SHA-256 the summary shows.
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
-import { connect } from "../../src/moq/mod.ts";
+import { connect, VERSIONS } from "../../src/moq/mod.ts";
 import { connectQuicSession } from "../../src/transport/quic.ts";
 import { take, until } from "./live_helpers.ts";
 
@@ -41,6 +41,7 @@ Deno.test("sluice funnel without certificate files serves MoQ with a generated c
     const sha = new Uint8Array(m[2]!.match(/../g)!.map((h) => parseInt(h, 16)));
     const moq = await connect(
       await connectQuicSession(new URL(`moqt://localhost:${m[1]}/`), {
+        alpn: VERSIONS,
         serverCertificateHashes: [{ algorithm: "sha-256", value: sha }],
       }),
     );

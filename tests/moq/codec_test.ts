@@ -34,10 +34,8 @@ import {
   type SubscribeResponse,
   type Version,
 } from "../../src/moq/codec/messages.ts";
-import { Decoder } from "../../src/moq/wire/decoder.ts";
-import { DecodeError } from "../../src/moq/wire/errors.ts";
-import { StreamReader } from "../../src/moq/wire/stream_reader.ts";
-import { encodeVarint, VARINT_MAX, zigzagDecode, zigzagEncode } from "../../src/moq/wire/varint.ts";
+import { Decoder, VARINT_MAX } from "../../src/wire/mod.ts";
+import { assertDecodeError } from "../support/decode_error.ts";
 
 const hex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join(" ");
 const bytes = (s: string) =>
@@ -51,62 +49,6 @@ function body(wire: Uint8Array): Uint8Array {
   d.end("message");
   return b;
 }
-
-function assertDecodeError(fn: () => unknown, kind?: DecodeError["kind"]) {
-  assert.throws(fn, (err: unknown) => {
-    assert.ok(err instanceof DecodeError, `expected DecodeError, got ${err}`);
-    if (kind) assert.equal(err.kind, kind);
-    return true;
-  });
-}
-
-Deno.test("varints: minimal encodings, the 2^62 boundary, 2^53 reads", () => {
-  assert.equal(hex(encodeVarint(0)), "00");
-  assert.equal(hex(encodeVarint(63)), "3f");
-  assert.equal(hex(encodeVarint(64)), "40 40");
-  assert.equal(hex(encodeVarint(16383)), "7f ff");
-  assert.equal(hex(encodeVarint(16384)), "80 00 40 00");
-  assert.equal(hex(encodeVarint(2 ** 30)), "c0 00 00 00 40 00 00 00");
-  assert.equal(hex(encodeVarint(VARINT_MAX)), "ff ff ff ff ff ff ff ff");
-  assert.throws(() => encodeVarint(VARINT_MAX + 1n), RangeError);
-  assert.throws(() => encodeVarint(-1), RangeError);
-  assert.throws(() => encodeVarint(1.5), RangeError);
-  for (
-    const v of [
-      0n,
-      1n,
-      63n,
-      64n,
-      16383n,
-      16384n,
-      (1n << 30n) - 1n,
-      1n << 30n,
-      1n << 53n,
-      VARINT_MAX,
-    ]
-  ) {
-    assert.equal(new Decoder(encodeVarint(v)).u62(), v);
-  }
-  assert.equal(new Decoder(encodeVarint(Number.MAX_SAFE_INTEGER)).u53(), Number.MAX_SAFE_INTEGER);
-  assertDecodeError(() => new Decoder(encodeVarint(1n << 53n)).u53(), "invalid");
-  // Non-minimal encodings are accepted on read.
-  assert.equal(new Decoder(bytes("c0 00 00 00 00 00 00 05")).u53(), 5);
-  // Truncated varints.
-  assertDecodeError(() => new Decoder(bytes("40")).u53(), "truncated");
-  assertDecodeError(() => new Decoder(bytes("c0 00 00")).u62(), "truncated");
-  assertDecodeError(() => new Decoder(new Uint8Array(0)).u62(), "truncated");
-});
-
-Deno.test("zigzag matches the captured vectors", () => {
-  const cases: [bigint, bigint][] = [[0n, 0n], [-1n, 1n], [1n, 2n], [-2n, 3n], [1000n, 2000n], [
-    -5n,
-    9n,
-  ], [1033n, 2066n]];
-  for (const [s, u] of cases) {
-    assert.equal(zigzagEncode(s), u);
-    assert.equal(zigzagDecode(u), s);
-  }
-});
 
 Deno.test("SETUP: captured bytes, round trip, duplicates, unknown ids, limits", () => {
   // Captured @moq/net client SETUP (after the stream type).
@@ -271,37 +213,4 @@ Deno.test("FETCH / PROBE / GOAWAY / DATAGRAM: captured bytes and round trips", (
   const dg = { subscribeId: 3n, sequence: 9, timestamp: 1000, payload: new Uint8Array([1, 2]) };
   assert.deepEqual(decodeDatagram(encodeDatagram(dg)), dg);
   assertDecodeError(() => decodeDatagram(bytes("03 09")), "truncated");
-});
-
-function streamOf(...chunks: string[]): ReadableStream<Uint8Array> {
-  return new ReadableStream({
-    start(c) {
-      for (const ch of chunks) c.enqueue(bytes(ch));
-      c.close();
-    },
-  });
-}
-
-Deno.test("stream reader: fields across chunk boundaries, FIN mid-field, size limits", async () => {
-  const r = new StreamReader(streamOf("40", "40 c0 00", "00 00 00 00 00 07", "03 61", "62 63"));
-  assert.equal(await r.u53(), 64);
-  assert.equal(await r.u62(), 7n);
-  assert.equal(new TextDecoder().decode(await r.message("m", 10)), "abc");
-  assert.equal(await r.done(), true);
-  const t = new StreamReader(streamOf("80 00"));
-  await assert.rejects(t.u53(), (e: unknown) => e instanceof DecodeError && e.kind === "truncated");
-  const big = new StreamReader(streamOf("44 00"));
-  await assert.rejects(
-    big.message("m", 100),
-    (e: unknown) => e instanceof DecodeError && e.kind === "too-large",
-  );
-  const short = new StreamReader(streamOf("05 61 62"));
-  await assert.rejects(
-    short.message("m", 100),
-    (e: unknown) => e instanceof DecodeError && e.kind === "truncated",
-  );
-  let counted = 0;
-  const c = new StreamReader(streamOf("01", "02 03"), (n) => counted += n);
-  assert.deepEqual(await c.bytes(3), bytes("01 02 03"));
-  assert.equal(counted, 3);
 });

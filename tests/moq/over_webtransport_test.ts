@@ -1,6 +1,6 @@
 /** The moq layer on sluice's own WebTransport sessions (combined listener), both versions. */
 import assert from "node:assert/strict";
-import { accept, connect, type MoqSession, TrackProducer } from "../../src/moq/mod.ts";
+import { accept, connect, type MoqSession, TrackProducer, VERSIONS } from "../../src/moq/mod.ts";
 import { listen } from "../../src/transport/listener.ts";
 import { connectWebTransport } from "../../src/transport/webtransport/mod.ts";
 import { testCert } from "./_pair.ts";
@@ -12,6 +12,7 @@ for (const version of ["moq-lite-05", "moq-lite-04"]) {
     let resolveServer!: (m: MoqSession) => void;
     const serverP = new Promise<MoqSession>((r) => resolveServer = r);
     const server = await listen({
+      protocols: VERSIONS,
       certPem: cert.certPem,
       keyPem: cert.keyPem,
       onSession: (s) => {

@@ -8,7 +8,7 @@ import {
   type Verifier,
 } from "../../src/auth/mod.ts";
 import { testCert as devCert } from "../support/moq.ts";
-import { connect, type MoqSession, type MoqSessionOptions } from "../../src/moq/mod.ts";
+import { connect, type MoqSession, type MoqSessionOptions, VERSIONS } from "../../src/moq/mod.ts";
 import { type RunningRelay, startRelay } from "../../src/relay/mod.ts";
 import { connectQuicSession } from "../../src/transport/quic.ts";
 import type { Session } from "../../src/transport/mod.ts";
@@ -96,6 +96,7 @@ export async function dialOurs(
   const c = await devCert();
   const q = options.jwt === undefined ? "" : `?jwt=${options.jwt}`;
   const session = await connectQuicSession(new URL(`moqt://localhost:${port}/${q}`), {
+    alpn: VERSIONS,
     serverCertificateHashes: [{ algorithm: "sha-256", value: c.sha256 }],
     ...(options.alpn ? { alpn: [options.alpn] } : {}),
     ...(options.maxUni ? { maxConcurrentUnidirectionalStreams: options.maxUni } : {}),

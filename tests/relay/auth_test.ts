@@ -1,6 +1,6 @@
 // Relay admission and authorization over real sessions (auth on and off).
 import assert from "node:assert/strict";
-import { connect, MoqError, TrackProducer } from "../../src/moq/mod.ts";
+import { connect, MoqError, TrackProducer, VERSIONS } from "../../src/moq/mod.ts";
 import {
   connectWebTransport,
   WebTransportRefusedError,
@@ -13,6 +13,7 @@ const enc = new TextEncoder();
 async function wt(port: number, pathAndQuery: string, origin?: string) {
   const c = await devCert();
   return connectWebTransport(new URL(`https://localhost:${port}${pathAndQuery}`), {
+    protocols: VERSIONS,
     serverCertificateHashes: [c.sha256],
     ...(origin ? { origin } : {}),
   });

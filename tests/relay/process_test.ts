@@ -1,7 +1,7 @@
 // `sluice relay` as a real process: environment config, V8 flag re-exec,
 // dev certificate fallback, graceful stop on SIGTERM.
 import assert from "node:assert/strict";
-import { connect } from "../../src/moq/mod.ts";
+import { connect, VERSIONS } from "../../src/moq/mod.ts";
 import { connectQuicSession } from "../../src/transport/quic.ts";
 import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
 import { spawnRelay } from "../support/relay_process.ts";
@@ -13,6 +13,7 @@ async function assertServes(port: number, http: Deno.HttpClient, sha256: Uint8Ar
   assert.equal(health.status, 200);
   await health.body?.cancel();
   const session = await connectQuicSession(new URL(`moqt://localhost:${port}/`), {
+    alpn: VERSIONS,
     serverCertificateHashes: [{ algorithm: "sha-256", value: sha256 }],
   });
   const moq = await connect(session);
@@ -90,6 +91,7 @@ Deno.test("sluice relay without certificate files serves a generated one and log
     const hex = /sha256 ([0-9a-f]{64})/.exec(line)![1]!;
     const sha = new Uint8Array(hex.match(/../g)!.map((h) => parseInt(h, 16)));
     const session = await connectQuicSession(new URL(`moqt://localhost:${port}/`), {
+      alpn: VERSIONS,
       serverCertificateHashes: [{ algorithm: "sha-256", value: sha }],
     });
     const moq = await connect(session);

@@ -2,7 +2,7 @@
 // (native QUIC, lite-05 and lite-04) through the relay.
 import assert from "node:assert/strict";
 import * as Net from "@moq/net";
-import { connect, TrackProducer } from "../../src/moq/mod.ts";
+import { connect, TrackProducer, VERSIONS } from "../../src/moq/mod.ts";
 import { connectWebTransport } from "../../src/transport/webtransport/mod.ts";
 import type { Session } from "../../src/transport/mod.ts";
 import { families, histogramSeries, sampleValue } from "../metrics/exposition.ts";
@@ -212,6 +212,7 @@ function gatedUni(session: Session): { session: Session; hold(): void; release()
       while (gate) await gate;
       return session.acceptUni();
     },
+    translateError: (err) => session.translateError(err),
     close: (code, reason) => session.close(code, reason),
   };
   return {
@@ -271,6 +272,7 @@ Deno.test("WebTransport and QUIC sessions share a track; session RTT is measured
   const pub = await publisher(t.port, "mix/1", "t");
   const c = await devCert();
   const wtSession = await connectWebTransport(new URL(`https://localhost:${t.port}/`), {
+    protocols: VERSIONS,
     serverCertificateHashes: [c.sha256],
   });
   const viaWt = await connect(wtSession);

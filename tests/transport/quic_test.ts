@@ -6,12 +6,16 @@ import {
   QuicConnectError,
   quicSession,
 } from "../../src/transport/quic.ts";
+import { VERSIONS } from "../../src/moq/mod.ts";
 
 const cert = await generateDevCertificate();
-const pin = { serverCertificateHashes: [{ algorithm: "sha-256" as const, value: cert.sha256 }] };
+const pin = {
+  alpn: VERSIONS,
+  serverCertificateHashes: [{ algorithm: "sha-256" as const, value: cert.sha256 }],
+};
 
 Deno.test("quic session: streams both ways, close code and reason reach the peer", async () => {
-  const listener = listenQuic({ cert: cert.certPem, key: cert.keyPem });
+  const listener = listenQuic({ alpn: VERSIONS, cert: cert.certPem, key: cert.keyPem });
   const it = listener[Symbol.asyncIterator]();
   const serverP = it.next();
   const client = await connectQuicSession(
@@ -66,6 +70,7 @@ Deno.test("quic dial: CA file works; wrong pin, insecure, bad scheme and ALPN fa
   })();
   const url = new URL(`moqt://localhost:${listener.addr.port}/`);
   const viaCa = await connectQuicSession(new URL(`moqt://127.0.0.1:${listener.addr.port}/`), {
+    alpn: VERSIONS,
     caCerts: [cert.certPem],
     serverName: "localhost",
   });
@@ -73,11 +78,12 @@ Deno.test("quic dial: CA file works; wrong pin, insecure, bad scheme and ALPN fa
   await viaCa.closed;
   await assert.rejects(
     connectQuicSession(new URL(`moqt://127.0.0.1:${listener.addr.port}/`), {
+      alpn: VERSIONS,
       serverCertificateHashes: [{ algorithm: "sha-256", value: new Uint8Array(32) }],
     }),
     (e) => e instanceof QuicConnectError && e.kind === "tls",
   );
-  await assert.rejects(connectQuicSession(url, { insecure: true }), TypeError);
+  await assert.rejects(connectQuicSession(url, { alpn: VERSIONS, insecure: true }), TypeError);
   await assert.rejects(
     connectQuicSession(new URL("http://localhost:1/"), pin),
     (e) => e instanceof QuicConnectError && e.kind === "url",

@@ -1,10 +1,10 @@
 import type { DevCertificate } from "../../src/certs/mod.ts";
 import { testCert as testCertificate } from "../support/moq.ts";
-import { concatBytes } from "../../src/transport/bytes.ts";
+import { concatBytes, DropOldestQueue } from "../../src/wire/mod.ts";
 import { listen, type Listener, type ListenOptions } from "../../src/transport/listener.ts";
 import type { Session } from "../../src/transport/session.ts";
-import { AsyncQueue } from "../../src/transport/webtransport/async_queue.ts";
 import type { WebTransportRequest } from "../../src/transport/webtransport/mod.ts";
+import { VERSIONS } from "../../src/moq/mod.ts";
 
 export { testCert as testCertificate } from "../support/moq.ts";
 
@@ -13,7 +13,7 @@ export interface TestServer {
   readonly server: Listener;
   readonly cert: DevCertificate;
   readonly port: number;
-  readonly sessions: AsyncQueue<Session>;
+  readonly sessions: DropOldestQueue<Session>;
   readonly requests: WebTransportRequest[];
   url(pathAndQuery: string): URL;
   stop(): Promise<void>;
@@ -24,11 +24,12 @@ export async function startServer(
   options: Partial<Omit<ListenOptions, "certPem" | "keyPem" | "onSession">> = {},
 ): Promise<TestServer> {
   const cert = await testCertificate();
-  const sessions = new AsyncQueue<Session>();
+  const sessions = new DropOldestQueue<Session>();
   const opened: Session[] = [];
   const requests: WebTransportRequest[] = [];
   const admit = options.admitWebTransport;
   const server = await listen({
+    protocols: VERSIONS,
     ...options,
     certPem: cert.certPem,
     keyPem: cert.keyPem,

@@ -2,14 +2,18 @@ import assert from "node:assert/strict";
 import {
   connectWebTransport,
   WebTransportRefusedError,
+  WebTransportStreamError,
 } from "../../src/transport/webtransport/mod.ts";
+import { SessionClosedError, StreamError } from "../../src/transport/mod.ts";
 import { connectQuicSession } from "../../src/transport/quic.ts";
 import { readText, startServer, writeText } from "./_helpers.ts";
+import { VERSIONS } from "../../src/moq/mod.ts";
 
 Deno.test("our client and server: lite-05, streams with FIN both ways, datagrams, close code both ways", async () => {
   const t = await startServer();
   try {
     const client = await connectWebTransport(t.url("/live/room?jwt=abc"), {
+      protocols: VERSIONS,
       serverCertificateHashes: [t.cert.sha256],
       origin: "https://app.example",
     });
@@ -71,6 +75,7 @@ Deno.test("server close reaches the client with code and reason", async () => {
   const t = await startServer();
   try {
     const client = await connectWebTransport(t.url("/x"), {
+      protocols: VERSIONS,
       serverCertificateHashes: [t.cert.sha256],
     });
     const server = await t.sessions.next();
@@ -122,7 +127,7 @@ Deno.test("admission refusals surface as typed errors with the status, before an
     },
   });
   try {
-    const opts = { serverCertificateHashes: [t.cert.sha256] };
+    const opts = { protocols: VERSIONS, serverCertificateHashes: [t.cert.sha256] };
     const statusOf = async (url: URL, origin?: string): Promise<number> => {
       try {
         const s = await connectWebTransport(url, origin ? { ...opts, origin } : opts);
@@ -152,13 +157,17 @@ Deno.test("the same UDP port serves native QUIC moq-lite by ALPN", async () => {
   const t = await startServer();
   try {
     const quic = await connectQuicSession(new URL(`moqt://localhost:${t.port}/`), {
+      alpn: VERSIONS,
       serverCertificateHashes: [{ algorithm: "sha-256", value: t.cert.sha256 }],
     });
     const server = await t.sessions.next();
     assert.equal(server?.transport, "quic");
     assert.equal(server?.protocol, "moq-lite-05");
     assert.equal(quic.protocol, "moq-lite-05");
-    const wt = await connectWebTransport(t.url("/x"), { serverCertificateHashes: [t.cert.sha256] });
+    const wt = await connectWebTransport(t.url("/x"), {
+      protocols: VERSIONS,
+      serverCertificateHashes: [t.cert.sha256],
+    });
     const wtServer = await t.sessions.next();
     assert.equal(wtServer?.transport, "webtransport");
     const u = await quic.openUni();
@@ -175,11 +184,17 @@ Deno.test("the same UDP port serves native QUIC moq-lite by ALPN", async () => {
 Deno.test("client verifies the server with a CA file, and refuses an unknown certificate", async () => {
   const t = await startServer();
   try {
-    const s = await connectWebTransport(t.url("/ca"), { caCerts: [t.cert.certPem] });
+    const s = await connectWebTransport(t.url("/ca"), {
+      protocols: VERSIONS,
+      caCerts: [t.cert.certPem],
+    });
     assert.equal(s.protocol, "moq-lite-05");
     s.close(0, "");
     await s.closed;
-    await assert.rejects(connectWebTransport(t.url("/ca")), /certificate|UnknownIssuer/i);
+    await assert.rejects(
+      connectWebTransport(t.url("/ca"), { protocols: VERSIONS }),
+      /certificate|UnknownIssuer/i,
+    );
   } finally {
     await t.stop();
   }
@@ -188,6 +203,7 @@ Deno.test("client verifies the server with a CA file, and refuses an unknown cer
 Deno.test("stopping the listener closes WebTransport sessions with a close capsule", async () => {
   const t = await startServer();
   const client = await connectWebTransport(t.url("/stop"), {
+    protocols: VERSIONS,
     serverCertificateHashes: [t.cert.sha256],
   });
   await t.sessions.next();
@@ -206,6 +222,7 @@ Deno.test("client gives up after its timeout when the server never answers the C
   try {
     await assert.rejects(
       connectWebTransport(t.url("/slow"), {
+        protocols: VERSIONS,
         serverCertificateHashes: [t.cert.sha256],
         timeoutMs: 200,
       }),
@@ -214,5 +231,35 @@ Deno.test("client gives up after its timeout when the server never answers the C
   } finally {
     await t.stop();
     release?.();
+  }
+});
+
+Deno.test("a peer's STOP_SENDING on a WebTransport stream is a StreamError with the WT code", async () => {
+  const t = await startServer();
+  try {
+    const client = await connectWebTransport(t.url("/errors"), {
+      protocols: VERSIONS,
+      serverCertificateHashes: [t.cert.sha256],
+    });
+    const server = (await t.sessions.next())!;
+    const bidi = await client.openBidi();
+    const w = bidi.writable.getWriter();
+    await w.write(new TextEncoder().encode("x"));
+    const peer = (await server.acceptBidi())!;
+    await peer.readable.cancel(); // STOP_SENDING
+    let rejected: unknown;
+    for (let i = 0; i < 500 && rejected === undefined; i++) {
+      await w.write(new Uint8Array(1000)).catch((e: unknown) => rejected = e);
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    const err = client.translateError(rejected);
+    assert.ok(err instanceof WebTransportStreamError, String(err));
+    assert.ok(err instanceof StreamError);
+    assert.equal(err.kind, "stopped");
+    assert.equal(err.code, 0);
+    client.close(0, "");
+    await assert.rejects(client.openUni(), SessionClosedError);
+  } finally {
+    await t.stop();
   }
 });

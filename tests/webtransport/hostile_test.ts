@@ -4,9 +4,9 @@ import { encodeFrame } from "../../src/transport/webtransport/frame.ts";
 import { readHeaders } from "../../src/transport/webtransport/headers.ts";
 import { encodeFieldSection, type HeaderField } from "../../src/transport/webtransport/qpack.ts";
 import { encodeSettings } from "../../src/transport/webtransport/settings.ts";
-import { StreamReader } from "../../src/transport/webtransport/stream_reader.ts";
-import { concatBytes, encodeVarint } from "../../src/transport/webtransport/varint.ts";
+import { concatBytes, encodeVarint, StreamReader } from "../../src/wire/mod.ts";
 import { readText, startServer, type TestServer, writeText } from "./_helpers.ts";
+import { VERSIONS } from "../../src/moq/mod.ts";
 
 // A raw HTTP/3 peer that writes hand-made bytes, to check how the server treats hostile input.
 
@@ -92,6 +92,7 @@ Deno.test("hostile HTTP/3 input closes only the offending connection, with the r
   });
   // A well-behaved session that must keep working throughout.
   const good = await connectWebTransport(server.url("/good"), {
+    protocols: VERSIONS,
     serverCertificateHashes: [server.cert.sha256],
   });
   const goodServer = await server.sessions.next();

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import * as Net from "@moq/net";
-import { accept, connect, type MoqSession, TrackProducer } from "../../src/moq/mod.ts";
+import { accept, connect, type MoqSession, TrackProducer, VERSIONS } from "../../src/moq/mod.ts";
 import { asWebTransport, connectWebTransport } from "../../src/transport/webtransport/mod.ts";
 import { chromiumMissing, launchChromium } from "../support/chromium.ts";
 import { seeAnnounced } from "../support/moq.ts";
@@ -97,6 +97,7 @@ Deno.test("@moq/net client (over our WT client) ⇄ our moq server (over our WT 
       });
     })();
     const wt = await connectWebTransport(t.url("/relay"), {
+      protocols: VERSIONS,
       serverCertificateHashes: [t.cert.sha256],
     });
     const theirs = await Net.Connection.connect(t.url("/relay"), {
@@ -123,6 +124,7 @@ Deno.test("our moq client (over our WT client) ⇄ @moq/net server (over our WT 
       return await Net.Connection.accept(asWebTransport(s!) as unknown as WebTransport, s!.url!);
     })();
     const wt = await connectWebTransport(t.url("/relay?jwt=x"), {
+      protocols: VERSIONS,
       serverCertificateHashes: [t.cert.sha256],
     });
     const producer = new TrackProducer({ cache: 8 });

@@ -3,6 +3,7 @@ import { AuthError, type Grant, type Verifier } from "../../auth/mod.ts";
 /** What admission needs of a verifier: checking one credential. */
 export type CredentialCheck = Pick<Verifier, "verify">;
 import { originAllowed, type OriginPolicy } from "../../http/mod.ts";
+import { VERSIONS } from "../../moq/mod.ts";
 import {
   type Admission as WtAdmission,
   chooseProtocol,
@@ -51,7 +52,7 @@ export function webTransportAdmission(
   verifier: CredentialCheck | undefined,
 ): (request: WebTransportRequest) => Promise<WtAdmission> {
   return async (request) => {
-    const protocol = chooseProtocol(request.protocols);
+    const protocol = chooseProtocol(request.protocols, VERSIONS);
     if (protocol === undefined) return { status: 400, reason: "No supported protocol offered" };
     const origin = request.origin;
     if (origin !== undefined && origin !== request.url.origin && !originAllowed(cors, origin)) {

@@ -1,7 +1,8 @@
+import { errorText } from "../../errors/mod.ts";
 import type { Grant } from "../../auth/mod.ts";
 import type { OriginPolicy } from "../../http/mod.ts";
 import type { Logger } from "../../log/mod.ts";
-import { accept, MoqError, type MoqSession } from "../../moq/mod.ts";
+import { accept, MoqError, type MoqSession, VERSIONS } from "../../moq/mod.ts";
 import { listen } from "../../transport/listener.ts";
 import type { Session } from "../../transport/mod.ts";
 import {
@@ -84,9 +85,7 @@ export async function startLiveListener(options: LiveListenerOptions): Promise<L
             return true;
           } catch (error) {
             log.info(
-              `MoQ subscriber ${s.remote} refused: ${
-                error instanceof Error ? error.message : error
-              }`,
+              `MoQ subscriber ${s.remote} refused: ${errorText(error)}`,
             );
             return false;
           }
@@ -118,6 +117,7 @@ export async function startLiveListener(options: LiveListenerOptions): Promise<L
     port: options.port,
     certPem: options.certPem,
     keyPem: options.keyPem,
+    protocols: VERSIONS,
     admitWebTransport: webTransportAdmission(options.cors, verifier),
     onSession: (session) => {
       if (stopped) {

@@ -3,6 +3,7 @@
 // the main thread. It keeps its own copy of the live tracks, fed in commit
 // order by the main thread, and asks the main thread to check credentials
 // (the one verifier and key source live there).
+import { errorStack, errorText } from "../../errors/mod.ts";
 import { AuthError, type Grant, ScopedGrant } from "../../auth/mod.ts";
 import type { TrackPath } from "../../ledger/mod.ts";
 import type { Logger, LogLevel } from "../../log/mod.ts";
@@ -26,9 +27,7 @@ const scope = self as unknown as WorkerScope;
 const post = (message: FromListener): void => scope.postMessage(message);
 
 const logAt = (level: LogLevel) => (message: string, error?: unknown): void => {
-  const detail = error === undefined
-    ? ""
-    : `: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`;
+  const detail = error === undefined ? "" : `: ${errorStack(error)}`;
   post({ type: "log", level, message: message + detail });
 };
 const log: Logger = {
@@ -92,7 +91,7 @@ async function start(message: ToListener & { type: "start" }): Promise<void> {
     });
     post({ type: "listening", hostname: listener.addr.hostname, port: listener.addr.port });
   } catch (error) {
-    post({ type: "failed", message: error instanceof Error ? error.message : String(error) });
+    post({ type: "failed", message: errorText(error) });
   }
 }
 

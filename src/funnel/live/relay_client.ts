@@ -1,5 +1,6 @@
+import { errorText } from "../../errors/mod.ts";
 import type { Logger } from "../../log/mod.ts";
-import { connect, hasPrefix, type MoqSession, normalizePath } from "../../moq/mod.ts";
+import { connect, hasPrefix, type MoqSession, normalizePath, VERSIONS } from "../../moq/mod.ts";
 import { connectQuicSession } from "../../transport/quic.ts";
 import type { Session } from "../../transport/mod.ts";
 import { connectWebTransport } from "../../transport/webtransport/mod.ts";
@@ -183,7 +184,7 @@ export class RelayClient {
       (why) => this.#scheduleRedial(why),
       (error: unknown) =>
         this.#scheduleRedial(
-          `cannot connect (${error instanceof Error ? error.message : String(error)})`,
+          `cannot connect (${errorText(error)})`,
         ),
     );
     this.#running = run;
@@ -225,6 +226,7 @@ export class RelayClient {
     const transport: Session = await (url.protocol === "https:"
       ? abortable(
         connectWebTransport(url, {
+          protocols: VERSIONS,
           ...(o.caCerts ? { caCerts: o.caCerts } : {}),
           ...(hashes ? { serverCertificateHashes: hashes } : {}),
           ...(o.insecure ? { insecure: true } : {}),
@@ -233,6 +235,7 @@ export class RelayClient {
         dialing.signal,
       )
       : connectQuicSession(url, {
+        alpn: VERSIONS,
         signal: dialing.signal,
         maxIdleTimeout: o.idleTimeoutMs ?? 10_000,
         keepAliveInterval: Math.max(100, Math.floor((o.idleTimeoutMs ?? 10_000) / 3)),
@@ -251,7 +254,7 @@ export class RelayClient {
         if (timedOut) throw new Error(`no answer within ${timeoutMs / 1000} s`);
         if (o.insecure && !(error instanceof Error && error.message.includes("--unsafely"))) {
           throw new Error(
-            `${error instanceof Error ? error.message : error} (RELAY_TLS_INSECURE takes ` +
+            `${errorText(error)} (RELAY_TLS_INSECURE takes ` +
               `effect only when the funnel runs with --unsafely-ignore-certificate-errors; ` +
               `RELAY_CA_FILE works without it)`,
           );
@@ -328,6 +331,7 @@ function tokenExpiry(token: string | null): number | undefined {
     const exp = (claims as Record<string, unknown>).exp;
     return typeof exp === "number" && Number.isFinite(exp) ? exp * 1000 : undefined;
   } catch {
+    // Not a decodable JWT: its expiry is unknown.
     return undefined;
   }
 }

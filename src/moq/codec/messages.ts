@@ -3,14 +3,11 @@
  * length prefix), decode from a message body (after the length prefix).
  * Decoders consume the body exactly; anything else is a `DecodeError`.
  */
-import { Decoder } from "../wire/decoder.ts";
-import { Encoder } from "../wire/encoder.ts";
-import { DecodeError } from "../wire/errors.ts";
-import { zigzagDecode, zigzagEncode } from "../wire/varint.ts";
+import { DecodeError, Decoder, Encoder, zigzagDecode, zigzagEncode } from "../../wire/mod.ts";
 
 /** The moq-lite versions sluice speaks, by their ALPN / WT-Protocol token. */
 export type Version = "moq-lite-05" | "moq-lite-04";
-/** All supported versions, preferred first. */
+/** All supported versions, preferred first: the ALPN tokens and WT-Protocols handed to the transports. */
 export const VERSIONS: readonly Version[] = ["moq-lite-05", "moq-lite-04"];
 
 /** Bidirectional stream types. */

@@ -1,5 +1,5 @@
 /** The consuming side of announcements: follows which broadcasts the peer announces under a prefix. */
-import { concatBytes } from "../../transport/mod.ts";
+import { BackpressureQueue, concatBytes, DecodeError, encodeVarint } from "../../wire/mod.ts";
 import type { AnnounceEvent } from "../announcer.ts";
 import {
   type AnnounceOk,
@@ -10,9 +10,6 @@ import {
   MAX_CONTROL_MESSAGE,
 } from "../codec/messages.ts";
 import { hasPrefix, joinPath, normalizePath, wirePrefix } from "../path.ts";
-import { AsyncQueue } from "../queue.ts";
-import { DecodeError } from "../wire/errors.ts";
-import { encodeVarint } from "../wire/varint.ts";
 import type { SessionCore } from "./core.ts";
 import { ClosableRequest } from "./request_stream.ts";
 
@@ -24,7 +21,7 @@ export function announced(
 ): AsyncIterable<AnnounceEvent> {
   const canonical = normalizePath(prefix);
   const closing = new AbortController();
-  const queue = new AsyncQueue<AnnounceEvent>(1024, () => closing.abort());
+  const queue = new BackpressureQueue<AnnounceEvent>(1024, () => closing.abort());
   const signal = options.signal;
   const onAbort = () => {
     closing.abort();
@@ -50,7 +47,7 @@ export function announced(
 async function runAnnounced(
   core: SessionCore,
   prefix: string,
-  queue: AsyncQueue<AnnounceEvent>,
+  queue: BackpressureQueue<AnnounceEvent>,
   closing: AbortSignal,
 ): Promise<void> {
   const active = new Map<string, readonly bigint[]>();

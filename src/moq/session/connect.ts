@@ -11,7 +11,8 @@ import type { MoqAcceptOptions, MoqSessionOptions } from "./types.ts";
  *
  * @example
  * ```ts
- * const moq = await connect(await connectQuicSession(new URL("moqt://127.0.0.1:4443/?jwt=t"), { caCerts }));
+ * const url = new URL("moqt://127.0.0.1:4443/?jwt=t");
+ * const moq = await connect(await connectQuicSession(url, { alpn: VERSIONS, caCerts }));
  * ```
  */
 export function connect(session: Session, options: MoqSessionOptions = {}): Promise<MoqSession> {
@@ -57,6 +58,7 @@ export async function accept(
     try {
       admitted = await options.admit(moq);
     } catch {
+      // A failing admission check refuses the session, as a false answer does.
       admitted = false;
     }
     if (!admitted) {

@@ -5,29 +5,18 @@
  * that stream, is logged once per kind, and never escapes into the session
  * or the process.
  */
+import { errorText } from "../../errors/mod.ts";
 import type { RecvStream, Session, SessionCloseInfo } from "../../transport/mod.ts";
 import type { Version } from "../codec/messages.ts";
 import { MoqCode, MoqError } from "../errors.ts";
 import type { MoqStats } from "../stats.ts";
-import { DecodeError } from "../wire/errors.ts";
-import { StreamReader } from "../wire/stream_reader.ts";
+import { DecodeError, StreamReader } from "../../wire/mod.ts";
 import type { MoqSession } from "./moq_session.ts";
 import type { Subscription } from "./subscription.ts";
 import type { MoqSessionOptions, ReceivedGroup } from "./types.ts";
 
 /** The close code for the peer's protocol violations. */
 export const PROTOCOL_CODE = MoqCode.ProtocolViolation;
-
-/** The message of an error (or the thrown value as text). */
-export function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
-/** True for the errors a stream operation fails with once the whole connection is gone. */
-export function connectionLost(err: unknown): boolean {
-  return err instanceof Deno.errors.NotConnected || err instanceof Deno.errors.ConnectionReset ||
-    err instanceof Deno.errors.ConnectionAborted || err instanceof Deno.errors.BrokenPipe;
-}
 
 /** One session's internal state, shared by its setup, serving and consuming parts. */
 export class SessionCore {

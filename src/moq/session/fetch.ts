@@ -1,5 +1,5 @@
 /** The consuming side's one-shot requests: a track's properties (TRACK) and one group (FETCH). */
-import { concatBytes } from "../../transport/mod.ts";
+import { concatBytes, DecodeError, encodeVarint, zigzagDecode } from "../../wire/mod.ts";
 import {
   BidiType,
   decodeTrackInfo,
@@ -10,8 +10,6 @@ import {
 } from "../codec/messages.ts";
 import { MoqError } from "../errors.ts";
 import { normalizePath, wirePath } from "../path.ts";
-import { DecodeError } from "../wire/errors.ts";
-import { encodeVarint, zigzagDecode } from "../wire/varint.ts";
 import type { SessionCore } from "./core.ts";
 import { openRequest } from "./request_stream.ts";
 import type { ReceivedGroup } from "./types.ts";

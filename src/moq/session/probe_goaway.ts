@@ -1,5 +1,5 @@
 /** Session-level control streams: the peer's PROBE (held open) and GOAWAY in both directions. */
-import { concatBytes } from "../../transport/mod.ts";
+import { concatBytes, encodeVarint, type StreamReader } from "../../wire/mod.ts";
 import {
   BidiType,
   decodeGoaway,
@@ -8,8 +8,6 @@ import {
   MAX_CONTROL_MESSAGE,
 } from "../codec/messages.ts";
 import type { Sender } from "../sender.ts";
-import type { StreamReader } from "../wire/stream_reader.ts";
-import { encodeVarint } from "../wire/varint.ts";
 import type { SessionCore } from "./core.ts";
 import { openRequest } from "./request_stream.ts";
 

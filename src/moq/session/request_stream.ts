@@ -1,6 +1,6 @@
 /** The requests we open on the peer: a bidi stream read and written from our side. */
 import { Sender } from "../sender.ts";
-import type { StreamReader } from "../wire/stream_reader.ts";
+import type { StreamReader } from "../../wire/mod.ts";
 import type { SessionCore } from "./core.ts";
 
 /** Our half of an open request stream. */

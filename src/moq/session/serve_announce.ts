@@ -1,5 +1,5 @@
 /** The serving side of announcements: tells the peer which of our broadcasts exist, and changes. */
-import { concatBytes } from "../../transport/mod.ts";
+import { BackpressureQueue, concatBytes, type StreamReader } from "../../wire/mod.ts";
 import type { AnnounceEvent } from "../announcer.ts";
 import {
   decodeAnnounceRequest,
@@ -8,9 +8,7 @@ import {
   MAX_CONTROL_MESSAGE,
 } from "../codec/messages.ts";
 import { normalizePath, pathSuffix } from "../path.ts";
-import { AsyncQueue } from "../queue.ts";
 import type { Sender } from "../sender.ts";
-import type { StreamReader } from "../wire/stream_reader.ts";
 import type { SessionCore } from "./core.ts";
 
 function isVisible(core: SessionCore, event: AnnounceEvent, excludeHop: bigint): boolean {
@@ -38,7 +36,7 @@ function announceBytes(
 export async function serveAnnounce(core: SessionCore, r: StreamReader, w: Sender): Promise<void> {
   const request = decodeAnnounceRequest(await r.message("ANNOUNCE_REQUEST", MAX_CONTROL_MESSAGE));
   const prefix = normalizePath(request.prefix);
-  const updates = new AsyncQueue<AnnounceEvent>(Infinity);
+  const updates = new BackpressureQueue<AnnounceEvent>(Infinity);
   const { snapshot, stop } = core.session.announcer.subscribe(prefix, (e) => {
     if (e.active ? isVisible(core, e, request.excludeHop) : true) updates.push(e);
   });

@@ -8,8 +8,9 @@ import {
 import { normalizePath } from "../path.ts";
 import type { Sender } from "../sender.ts";
 import { TrackProducer } from "../track.ts";
-import type { StreamReader } from "../wire/stream_reader.ts";
-import { errorText, type SessionCore } from "./core.ts";
+import type { StreamReader } from "../../wire/mod.ts";
+import { errorText } from "../../errors/mod.ts";
+import type { SessionCore } from "./core.ts";
 import type { ServeDecision, ServeRequest } from "./types.ts";
 
 /** Asks the application's serve handler; a missing or failing handler serves nothing. */

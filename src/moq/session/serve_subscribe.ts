@@ -1,5 +1,6 @@
 /** The serving side of SUBSCRIBE: feeds one of our tracks to the peer, group by group. */
-import { type BidiStream, concatBytes } from "../../transport/mod.ts";
+import type { BidiStream } from "../../transport/mod.ts";
+import { concatBytes, DecodeError, type StreamReader } from "../../wire/mod.ts";
 import {
   decodeSubscribe,
   decodeSubscribeUpdate,
@@ -10,9 +11,8 @@ import {
 import { normalizePath } from "../path.ts";
 import { Sender } from "../sender.ts";
 import { type CachedGroup, TrackProducer } from "../track.ts";
-import { DecodeError } from "../wire/errors.ts";
-import type { StreamReader } from "../wire/stream_reader.ts";
-import { errorText, type SessionCore } from "./core.ts";
+import { errorText } from "../../errors/mod.ts";
+import type { SessionCore } from "./core.ts";
 import { DeliveryGaps } from "./delivery_gaps.ts";
 import { LATE_GROUP_WAIT_MS } from "./subscription.ts";
 import { decide, refuse } from "./serve_request.ts";

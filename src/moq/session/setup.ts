@@ -1,5 +1,5 @@
 /** The lite-05 SETUP exchange: ours out on a uni stream, the peer's in (with its Path). */
-import { concatBytes } from "../../transport/mod.ts";
+import { concatBytes, encodeVarint, type StreamReader } from "../../wire/mod.ts";
 import {
   decodeSetup,
   encodeSetup,
@@ -8,9 +8,8 @@ import {
   UniType,
 } from "../codec/messages.ts";
 import { Sender } from "../sender.ts";
-import type { StreamReader } from "../wire/stream_reader.ts";
-import { encodeVarint } from "../wire/varint.ts";
-import { errorText, type SessionCore } from "./core.ts";
+import { errorText } from "../../errors/mod.ts";
+import type { SessionCore } from "./core.ts";
 
 /** Sends our SETUP (lite-05); on lite-04 there is none, so setup is done at once. */
 export function startSetup(core: SessionCore): void {

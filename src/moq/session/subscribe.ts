@@ -1,5 +1,5 @@
 /** The consuming side of SUBSCRIBE: opens a subscription to the peer's track and follows its responses. */
-import { concatBytes } from "../../transport/mod.ts";
+import { concatBytes, DecodeError, encodeVarint } from "../../wire/mod.ts";
 import {
   BidiType,
   decodeSubscribeResponse,
@@ -9,9 +9,9 @@ import {
 } from "../codec/messages.ts";
 import { MoqError } from "../errors.ts";
 import { normalizePath, wirePath } from "../path.ts";
-import { DecodeError } from "../wire/errors.ts";
-import { encodeVarint } from "../wire/varint.ts";
-import { connectionLost, errorText, type SessionCore } from "./core.ts";
+import { errorText } from "../../errors/mod.ts";
+import { SessionClosedError } from "../../transport/mod.ts";
+import type { SessionCore } from "./core.ts";
 import { requestTrackInfo } from "./fetch.ts";
 import { ClosableRequest } from "./request_stream.ts";
 import { Subscription } from "./subscription.ts";
@@ -122,23 +122,26 @@ async function runSubscribe(
     sub._maybeFinish(250);
   } catch (err) {
     if (closing.aborted || core.isClosed) return;
-    const error = err instanceof MoqError
-      ? err
-      : connectionLost(err)
-      ? new MoqError("closed", `Session closed: ${errorText(err)}`, { cause: err })
-      : err instanceof DecodeError
-      ? new MoqError("protocol", errorText(err), { cause: err })
-      : new MoqError(
-        "refused",
-        `Subscription to "${sub.path}" "${sub.track}" failed: ${errorText(err)}`,
-        {
-          cause: err,
-        },
-      );
+    const error = subscribeFailure(core, sub, err);
     if (error.kind === "protocol") core.streamFailed("subscribe", err);
     sub._end(error);
   } finally {
     request.release();
     if (closing.aborted || sub._queue.ended) request.close();
   }
+}
+
+/** What a failed SUBSCRIBE request means for its subscription. */
+function subscribeFailure(core: SessionCore, sub: Subscription, err: unknown): MoqError {
+  if (err instanceof MoqError) return err;
+  if (err instanceof DecodeError) return new MoqError("protocol", errorText(err), { cause: err });
+  const failure = core.transport.translateError(err);
+  if (failure instanceof SessionClosedError) {
+    return new MoqError("closed", `Session closed: ${errorText(failure)}`, { cause: failure });
+  }
+  return new MoqError(
+    "refused",
+    `Subscription to "${sub.path}" "${sub.track}" failed: ${errorText(failure)}`,
+    { cause: failure },
+  );
 }

@@ -1,7 +1,7 @@
 /** The consuming side's handle on one of the peer's tracks: groups in, updates out. */
 import type { SubscribeUpdate, TrackInfo } from "../codec/messages.ts";
 import { MoqError } from "../errors.ts";
-import { AsyncQueue } from "../queue.ts";
+import { BackpressureQueue as AsyncQueue } from "../../wire/mod.ts";
 import { SequenceWindow } from "../sequence_window.ts";
 import type { ReceivedGroup } from "./types.ts";
 
@@ -68,6 +68,7 @@ export class Subscription implements AsyncIterable<ReceivedGroup> {
       this.#resolveReady = resolve;
       this.#rejectReady = reject;
     });
+    // Callers that never await ready must not see an unhandled rejection; iterating reports the error.
     this.ready.catch(() => {});
   }
 

@@ -1,5 +1,6 @@
+import { errorText } from "../../errors/mod.ts";
 import { generateDevCertificate } from "../../certs/mod.ts";
-import { connect, type MoqSession, TrackProducer } from "../../moq/mod.ts";
+import { connect, type MoqSession, TrackProducer, VERSIONS } from "../../moq/mod.ts";
 import { connectQuicSession } from "../../transport/quic.ts";
 import { freeUdpTcpPort } from "../../transport/free_port.ts";
 import { ed25519Thumbprint, signToken } from "../../auth/mod.ts";
@@ -211,6 +212,7 @@ function relayPid(pid: number): number {
     try {
       children = Deno.readTextFileSync(`/proc/${pid}/task/${pid}/children`).trim();
     } catch {
+      // No /proc entry for the child: measure the pid we have.
       return pid;
     }
     if (children === "") return pid;
@@ -223,6 +225,7 @@ function rssMib(pid: number): number {
     const m = /VmRSS:\s+(\d+) kB/.exec(Deno.readTextFileSync(`/proc/${pid}/status`));
     return m ? Number(m[1]) / 1024 : NaN;
   } catch {
+    // The process is gone or /proc is unavailable: no figure.
     return NaN;
   }
 }
@@ -233,6 +236,7 @@ function cpuTicks(pid: number): number {
     const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     return Number(f[11]) + Number(f[12]); // utime + stime
   } catch {
+    // The process is gone or /proc is unavailable: no figure.
     return NaN;
   }
 }
@@ -302,6 +306,7 @@ export async function loadgen(
     const producer = new TrackProducer({ cache: 8 });
     publisher = await connect(
       await connectQuicSession(new URL(`moqt://localhost:${port}/${q(auth?.publisher)}`), {
+        alpn: VERSIONS,
         serverCertificateHashes: [{ algorithm: "sha-256", value: cert.sha256 }],
       }),
       {
@@ -492,7 +497,7 @@ export async function runLoadgen(args: readonly string[]): Promise<number> {
   try {
     o = parseLoadgenArgs(args);
   } catch (e) {
-    console.error(e instanceof Error ? e.message : String(e));
+    console.error(errorText(e));
     return 2;
   }
   const tty = Deno.stderr.isTerminal();

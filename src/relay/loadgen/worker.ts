@@ -1,7 +1,8 @@
 /// <reference lib="deno.worker" />
 // A load-generator worker: holds many subscriber sessions on one track and
 // reports delivery latency and counts to the main thread.
-import { connect, type MoqSession } from "../../moq/mod.ts";
+import { errorText } from "../../errors/mod.ts";
+import { connect, type MoqSession, VERSIONS } from "../../moq/mod.ts";
 import { quicSession } from "../../transport/quic.ts";
 import type { Session } from "../../transport/mod.ts";
 import { connectWebTransport } from "../../transport/webtransport/mod.ts";
@@ -31,6 +32,7 @@ async function dial(cfg: WorkerStart): Promise<Session> {
   const url = new URL(cfg.url);
   if (cfg.transport === "webtransport") {
     return await connectWebTransport(url, {
+      protocols: VERSIONS,
       serverCertificateHashes: [cfg.certSha256],
       maxConcurrentUnidirectionalStreams: 100,
     });
@@ -86,7 +88,7 @@ async function runSub(cfg: WorkerStart, sub: Sub): Promise<void> {
     if (!sub.held) connecting--;
     sub.held = false;
     failed++;
-    firstError ??= e instanceof Error ? e.message : String(e);
+    firstError ??= errorText(e);
   }
 }
 

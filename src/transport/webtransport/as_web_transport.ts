@@ -79,6 +79,7 @@ export function asWebTransport(session: Session): WebTransportLike {
   const read = session.readDatagram?.bind(session);
   if (send && read) {
     const createWritable = (): WritableStream<Uint8Array> =>
+      // Datagrams are best effort, as in the WebTransport API: a lost one is not an error.
       new WritableStream({ write: (chunk) => send(chunk).catch(() => {}) });
     const datagrams = {
       readable: new ReadableStream<Uint8Array>({

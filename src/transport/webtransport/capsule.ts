@@ -1,4 +1,4 @@
-import { concatBytes, encodeVarint } from "./varint.ts";
+import { concatBytes, encodeVarint } from "../../wire/mod.ts";
 
 /** Capsule types (RFC 9297, draft-ietf-webtrans-http3). */
 export const CapsuleType = {

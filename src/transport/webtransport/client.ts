@@ -5,15 +5,14 @@ import { H3Connection, realTimers, type Timers } from "./h3_connection.ts";
 import { headersPayload, headerValue, readHeaders } from "./headers.ts";
 import type { HeaderField } from "./qpack.ts";
 import { supportsWebTransport } from "./settings.ts";
-import { StreamReader } from "./stream_reader.ts";
+import { StreamReader } from "../../wire/mod.ts";
 import { parseStringItem, serializeStringList } from "./structured_field.ts";
 import { WebTransportSession } from "./wt_session.ts";
-import { PREFERRED_PROTOCOLS } from "./server.ts";
 
 /** Options for {@link connectWebTransport}. */
 export interface ConnectWebTransportOptions {
-  /** Offered in `wt-available-protocols`, preferred first (default moq-lite-05, moq-lite-04). */
-  readonly protocols?: readonly string[];
+  /** Offered in `wt-available-protocols`, preferred first: the application's protocols (moq's `VERSIONS`). */
+  readonly protocols: readonly string[];
   /** Extra PEM root certificates to trust (e.g. the relay's CA file contents). */
   readonly caCerts?: readonly string[];
   /** Pin the server certificate by SHA-256 (self-signed, ≤ 14 days), as browsers do. */
@@ -46,6 +45,7 @@ export interface ConnectWebTransportOptions {
  * @example
  * ```ts
  * const session = await connectWebTransport(new URL("https://relay:4443/live?jwt=..."), {
+ *   protocols: VERSIONS, // from src/moq: moq-lite-05, moq-lite-04
  *   caCerts: [await Deno.readTextFile("ca.pem")],
  * });
  * console.log(session.protocol); // "moq-lite-05"
@@ -53,12 +53,12 @@ export interface ConnectWebTransportOptions {
  */
 export async function connectWebTransport(
   url: URL,
-  options: ConnectWebTransportOptions = {},
+  options: ConnectWebTransportOptions,
 ): Promise<Session> {
   if (url.protocol !== "https:") {
     throw new TypeError(`Cannot open WebTransport to "${url.href}": the scheme must be https`);
   }
-  const protocols = options.protocols ?? PREFERRED_PROTOCOLS;
+  const protocols = options.protocols;
   const hostname = url.hostname.replace(/^\[|\]$/g, "");
   const port = url.port === "" ? 443 : Number(url.port);
   const quicOptions: Deno.ConnectQuicOptions<false> & {
@@ -164,6 +164,7 @@ async function handshake(
   if (!(status >= 200 && status < 300)) {
     const reason = await readRefusalBody(reader);
     reader.cancel();
+    // The session is refused either way; a failed FIN changes nothing.
     writer.close().catch(() => {});
     throw new WebTransportRefusedError(
       Number.isNaN(status) ? 0 : status,
@@ -201,6 +202,7 @@ async function readRefusalBody(reader: StreamReader): Promise<string> {
     if (type !== FrameType.DATA || length === undefined || length > 4096) return "";
     return new TextDecoder().decode(await reader.bytes(length));
   } catch {
+    // The refusal stands without its reason text.
     return "";
   }
 }

@@ -1,3 +1,5 @@
+import { StreamError, type StreamErrorKind } from "../errors.ts";
+
 /** HTTP/3, QPACK and HTTP-datagram error codes (RFC 9114 §8.1, RFC 9204 §6, RFC 9297 §5.2). */
 export const H3Code = {
   NO_ERROR: 0x100,
@@ -52,15 +54,16 @@ export class WebTransportRefusedError extends Error {
   }
 }
 
-/** The peer reset a WebTransport stream; `code` is the application error code. */
-export class WebTransportStreamError extends Error {
-  /** Application (WebTransport) error code carried by the reset or STOP_SENDING. */
-  readonly code: number;
+/**
+ * The peer reset or stopped a WebTransport stream: a {@linkcode StreamError}
+ * whose `code` is the WebTransport application code (already mapped back
+ * from the HTTP/3 range).
+ */
+export class WebTransportStreamError extends StreamError {
   /** Creates the error. */
-  constructor(code: number, message: string) {
-    super(message);
+  constructor(kind: StreamErrorKind, code: number, message: string, options?: ErrorOptions) {
+    super(kind, code, message, options);
     this.name = "WebTransportStreamError";
-    this.code = code;
   }
 }
 
@@ -80,14 +83,4 @@ export function wtErrorFromHttp3(h3: number): number | undefined {
   if (h3 < WT_FIRST || h3 > WT_LAST || (h3 - 0x21) % 0x1f === 0) return undefined;
   const d = h3 - WT_FIRST;
   return d - Math.floor(d / 0x1f);
-}
-
-/**
- * Extracts the decimal error code from Deno's QUIC stream error messages
- * ("stream reset by peer: error 91141958510854", "sending stopped by peer: error 9").
- */
-export function peerStreamErrorCode(err: unknown): number | undefined {
-  const message = err instanceof Error ? err.message : String(err);
-  const m = /(?:reset by peer|stopped by peer)[^0-9]*error (\d+)/.exec(message);
-  return m?.[1] === undefined ? undefined : Number(m[1]);
 }

@@ -1,4 +1,4 @@
-import { concatBytes, encodeVarint, varintLength, writeVarint } from "./varint.ts";
+import { concatBytes, encodeVarint, varintSize, writeVarint } from "../../wire/mod.ts";
 
 /** HTTP/3 frame types (RFC 9114 §7.2). */
 export const FrameType = {
@@ -28,7 +28,7 @@ export const WT_BIDI_SIGNAL = 0x41;
 
 /** Encodes one HTTP/3 frame: type, length, payload. */
 export function encodeFrame(type: number, payload: Uint8Array): Uint8Array {
-  const out = new Uint8Array(varintLength(type) + varintLength(payload.length) + payload.length);
+  const out = new Uint8Array(varintSize(type) + varintSize(payload.length) + payload.length);
   let o = writeVarint(out, 0, type);
   o = writeVarint(out, o, payload.length);
   out.set(payload, o);

@@ -9,8 +9,13 @@ import {
   WT_BIDI_SIGNAL,
 } from "./frame.ts";
 import { decodeSettings, localSettings, type Settings } from "./settings.ts";
-import { StreamReader, TruncatedError } from "./stream_reader.ts";
-import { concatBytes, decodeVarint, encodeVarint } from "./varint.ts";
+import {
+  concatBytes,
+  DecodeError,
+  decodeVarint,
+  encodeVarint,
+  StreamReader,
+} from "../../wire/mod.ts";
 import type { SessionHost, WebTransportSession } from "./wt_session.ts";
 
 /** Timer functions, injectable for tests. */
@@ -116,6 +121,7 @@ export class H3Connection implements SessionHost {
       this.#resolveSettings = resolve;
       this.#rejectSettings = reject;
     });
+    // Waiters see the rejection; this only keeps it from going unhandled when nobody waits.
     this.peerSettings.catch(() => {});
     this.closed = conn.closed.then((i) => i, () => undefined);
     this.spawn(this.closed.then((info) => this.#onClosed(info)));
@@ -359,6 +365,7 @@ export class H3Connection implements SessionHost {
       if (id === undefined) r.cancel();
       return id;
     } catch {
+      // Reset or ended inside the session id: the stream carries nothing.
       r.cancel();
       return undefined;
     }
@@ -408,7 +415,7 @@ export class H3Connection implements SessionHost {
       }
     } catch (err) {
       if (err instanceof H3ConnectionError) throw err;
-      if (err instanceof TruncatedError) {
+      if (err instanceof DecodeError && err.kind === "truncated") {
         throw new H3ConnectionError(
           H3Code.CLOSED_CRITICAL_STREAM,
           "Control stream closed mid-frame",
@@ -447,6 +454,7 @@ export class H3Connection implements SessionHost {
         /* nothing to act on without a dynamic table */
       }
     } catch {
+      // A reset after the connection closed is expected; otherwise reported below.
       if (this.#isClosed) return;
     }
     if (!this.#isClosed) {
@@ -460,16 +468,19 @@ export class H3Connection implements SessionHost {
     try {
       first = await r.varint("a stream header");
     } catch {
+      // Reset or ended inside its header: discarded below.
       first = undefined;
     }
     if (first === undefined) {
       r.cancel();
+      // Finishing a stream nobody will use is best effort: the peer may be gone.
       stream.writable.close().catch(() => {});
       return;
     }
     if (first === WT_BIDI_SIGNAL) {
       const id = await this.#readSessionId(r);
       if (id === undefined) {
+        // Finishing a stream nobody will use is best effort: the peer may be gone.
         stream.writable.close().catch(() => {});
         return;
       }
@@ -510,6 +521,7 @@ export class H3Connection implements SessionHost {
 
 function discardPending(p: PendingStream): void {
   p.reader.cancel();
+  // Finishing a stream nobody will use is best effort: the peer may be gone.
   p.bidi?.writable.close().catch(() => {});
 }
 

@@ -8,7 +8,7 @@ import {
   HeaderTooLargeError,
   QpackError,
 } from "./qpack.ts";
-import type { StreamReader } from "./stream_reader.ts";
+import type { StreamReader } from "../../wire/mod.ts";
 
 /**
  * Reads frames on a request stream until HEADERS and decodes it. Unknown

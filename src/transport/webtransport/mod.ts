@@ -11,7 +11,6 @@ export {
   admitAny,
   type AdmitWebTransport,
   chooseProtocol,
-  PREFERRED_PROTOCOLS,
   serveWebTransport,
   type ServeWebTransportOptions,
   type WebTransportRequest,
@@ -22,11 +21,10 @@ export { H3Connection, type Timers } from "./h3_connection.ts";
 export {
   H3Code,
   H3ConnectionError,
-  peerStreamErrorCode,
   WebTransportRefusedError,
   WebTransportStreamError,
   wtErrorFromHttp3,
   wtErrorToHttp3,
 } from "./errors.ts";
 export { asWebTransport, type WebTransportLike } from "./as_web_transport.ts";
-export { streamErrorCode } from "./stream_error.ts";
+export { fromWebTransportStreamError, streamErrorCode } from "./stream_error.ts";

@@ -1,12 +1,11 @@
-import { WebTransportStreamError } from "./errors.ts";
-import { streamErrorCode } from "./stream_error.ts";
+import { fromWebTransportStreamError } from "./stream_error.ts";
 
 /**
  * Re-exposes a WT stream's remaining bytes (after its header) as a fresh,
  * undisturbed byte stream: first `initial` (bytes already read past the
- * header), then the rest of `reader`. A peer reset surfaces as
- * WebTransportStreamError carrying the application code; cancelling it
- * sends STOP_SENDING.
+ * header), then the rest of `reader`. Its errors come out translated: a
+ * peer reset is a WebTransportStreamError carrying the application code, a
+ * lost connection a SessionClosedError. Cancelling it sends STOP_SENDING.
  */
 export function recvStream(
   reader: ReadableStreamDefaultReader<Uint8Array>,
@@ -30,15 +29,11 @@ export function recvStream(
           controller.enqueue(value as Uint8Array<ArrayBuffer>);
         }
       } catch (err) {
-        const code = streamErrorCode(err);
-        controller.error(
-          code === undefined
-            ? err
-            : new WebTransportStreamError(code, `Stream reset by peer with code ${code}`),
-        );
+        controller.error(fromWebTransportStreamError(err));
       }
     },
     cancel(reason) {
+      // Cancelling a stream that already ended or failed has nothing left to report.
       return reader.cancel(reason).catch(() => {});
     },
   });

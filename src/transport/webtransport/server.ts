@@ -4,7 +4,7 @@ import { encodeFrame, FrameType } from "./frame.ts";
 import { H3Connection, type Timers } from "./h3_connection.ts";
 import { headersPayload, headerValue, isWellFormed, readHeaders } from "./headers.ts";
 import { type HeaderField, HeaderTooLargeError } from "./qpack.ts";
-import type { StreamReader } from "./stream_reader.ts";
+import type { StreamReader } from "../../wire/mod.ts";
 import { parseStringList, serializeString } from "./structured_field.ts";
 import { WebTransportSession } from "./wt_session.ts";
 
@@ -40,9 +40,6 @@ export type Admission =
 /** Decides whether to accept a WebTransport session. */
 export type AdmitWebTransport = (req: WebTransportRequest) => Admission | Promise<Admission>;
 
-/** Our protocol preference: lite-05 first, then lite-04. */
-export const PREFERRED_PROTOCOLS: readonly string[] = ["moq-lite-05", "moq-lite-04"];
-
 /**
  * Picks the protocol for an offer: the first of `preferred` that the client
  * offered; "moq-lite-04" when the client offered nothing (as the reference
@@ -50,24 +47,29 @@ export const PREFERRED_PROTOCOLS: readonly string[] = ["moq-lite-05", "moq-lite-
  */
 export function chooseProtocol(
   offered: readonly string[],
-  preferred: readonly string[] = PREFERRED_PROTOCOLS,
+  preferred: readonly string[],
 ): string | undefined {
   if (offered.length === 0) return "moq-lite-04";
   return preferred.find((p) => offered.includes(p));
 }
 
-/** Accepts any path, choosing the protocol with {@link chooseProtocol}; 400 when no protocol matches. */
-export function admitAny(req: WebTransportRequest): Admission {
-  const protocol = chooseProtocol(req.protocols);
-  return protocol === undefined
-    ? { status: 400, reason: "No supported protocol offered" }
-    : { status: 200, protocol };
+/**
+ * An admission that accepts any path, choosing the protocol from
+ * `preferred` with {@link chooseProtocol}; 400 when no protocol matches.
+ */
+export function admitAny(preferred: readonly string[]): AdmitWebTransport {
+  return (req) => {
+    const protocol = chooseProtocol(req.protocols, preferred);
+    return protocol === undefined
+      ? { status: 400, reason: "No supported protocol offered" }
+      : { status: 200, protocol };
+  };
 }
 
 /** Options for serving WebTransport on one accepted `h3` QUIC connection. */
 export interface ServeWebTransportOptions {
-  /** Decides each CONNECT before a session exists (default {@link admitAny}). */
-  readonly admit?: AdmitWebTransport;
+  /** Decides each CONNECT before a session exists (e.g. {@link admitAny}). */
+  readonly admit: AdmitWebTransport;
   /** Receives each accepted session. */
   readonly onSession: (session: Session) => void;
   /** Largest request header section (default 16384). */
@@ -94,7 +96,7 @@ export function serveWebTransport(
   conn: Deno.QuicConn,
   options: ServeWebTransportOptions,
 ): H3Connection {
-  const admit = options.admit ?? admitAny;
+  const admit = options.admit;
   const h3: H3Connection = new H3Connection(conn, {
     role: "server",
     ...(options.maxFieldSectionSize !== undefined
@@ -146,11 +148,13 @@ async function handleRequest(
     if (err instanceof HeaderTooLargeError) return await refuse(431, err.message);
     if (err instanceof H3ConnectionError) throw err;
     h3.refuseSession(id); // reset or truncated: the request is incomplete
+    // The request is refused either way; a failed FIN changes nothing.
     writer.close().catch(() => {});
     return;
   }
   if (fields === undefined) {
     h3.refuseSession(id);
+    // The request is refused either way; a failed FIN changes nothing.
     writer.close().catch(() => {});
     return;
   }

@@ -6,13 +6,19 @@ import type {
   SessionCloseInfo,
   StreamOptions,
 } from "../session.ts";
-import { AsyncQueue } from "./async_queue.ts";
+import {
+  concatBytes,
+  decodeVarint,
+  DropOldestQueue,
+  encodeVarint,
+  type StreamReader,
+} from "../../wire/mod.ts";
 import { recvStream } from "./recv_stream.ts";
 import { CapsuleType, decodeCloseCapsule, encodeCloseCapsule } from "./capsule.ts";
+import { SessionClosedError } from "../errors.ts";
 import { H3Code, H3ConnectionError } from "./errors.ts";
+import { fromWebTransportStreamError } from "./stream_error.ts";
 import { encodeFrame, FrameType, HTTP2_RESERVED_FRAME_TYPES, wtStreamHeader } from "./frame.ts";
-import type { StreamReader } from "./stream_reader.ts";
-import { decodeVarint, encodeVarint } from "./varint.ts";
 
 /** What a WebTransport session needs from its HTTP/3 connection. */
 export interface SessionHost {
@@ -53,9 +59,9 @@ export class WebTransportSession implements Session {
   #host: SessionHost;
   #writer: WritableStreamDefaultWriter<Uint8Array>;
   #reader: StreamReader;
-  #bidi = new AsyncQueue<BidiStream>();
-  #uni = new AsyncQueue<RecvStream>();
-  #datagrams = new AsyncQueue<Uint8Array>(MAX_BUFFERED_DATAGRAMS);
+  #bidi = new DropOldestQueue<BidiStream>();
+  #uni = new DropOldestQueue<RecvStream>();
+  #datagrams = new DropOldestQueue<Uint8Array>(MAX_BUFFERED_DATAGRAMS);
   #datagramPrefix: Uint8Array;
   #resolveClosed!: (info: SessionCloseInfo) => void;
   #resolveDrain!: () => void;
@@ -89,11 +95,16 @@ export class WebTransportSession implements Session {
   /** Opens a bidirectional WT stream. */
   async openBidi(options?: StreamOptions): Promise<BidiStream> {
     this.#assertOpen();
-    const s = await this.#host.conn.createBidirectionalStream({
-      sendOrder: options?.sendOrder ?? 0,
-      waitUntilAvailable: true,
-    });
-    await writeHeader(s.writable, wtStreamHeader("bidi", this.id));
+    let s: Deno.QuicBidirectionalStream;
+    try {
+      s = await this.#host.conn.createBidirectionalStream({
+        sendOrder: options?.sendOrder ?? 0,
+        waitUntilAvailable: true,
+      });
+      await writeHeader(s.writable, wtStreamHeader("bidi", this.id));
+    } catch (err) {
+      throw fromWebTransportStreamError(err);
+    }
     return {
       readable: recvStream(s.readable.getReader()),
       writable: s.writable,
@@ -104,12 +115,22 @@ export class WebTransportSession implements Session {
   /** Opens a unidirectional WT stream. */
   async openUni(options?: StreamOptions): Promise<SendStream> {
     this.#assertOpen();
-    const s = await this.#host.conn.createUnidirectionalStream({
-      sendOrder: options?.sendOrder ?? 0,
-      waitUntilAvailable: true,
-    });
-    await writeHeader(s, wtStreamHeader("uni", this.id));
+    let s: Deno.QuicSendStream;
+    try {
+      s = await this.#host.conn.createUnidirectionalStream({
+        sendOrder: options?.sendOrder ?? 0,
+        waitUntilAvailable: true,
+      });
+      await writeHeader(s, wtStreamHeader("uni", this.id));
+    } catch (err) {
+      throw fromWebTransportStreamError(err);
+    }
     return { writable: s, setSendOrder: (o) => void (s.sendOrder = o) };
+  }
+
+  /** Translates a WT stream's Deno error into a neutral one, with WebTransport codes. */
+  translateError(err: unknown): unknown {
+    return fromWebTransportStreamError(err);
   }
 
   /** Next peer-opened bidirectional stream, undefined once the session ended. */
@@ -155,6 +176,7 @@ export class WebTransportSession implements Session {
       (async () => {
         await this.#writer.write(encodeFrame(FrameType.DATA, capsule));
         await this.#writer.close();
+        // The session is over either way; a peer that is gone cannot read the capsule.
       })().catch(() => {}),
     );
   }
@@ -168,6 +190,7 @@ export class WebTransportSession implements Session {
     });
     if (!ok) {
       reader.cancel();
+      // The session is gone; finishing the unwanted stream is best effort.
       stream.writable.close().catch(() => {});
     }
   }
@@ -190,16 +213,18 @@ export class WebTransportSession implements Session {
   }
 
   #assertOpen(): void {
-    if (this.#done) throw new Error("WebTransport session is closed");
+    if (this.#done) throw new SessionClosedError("WebTransport session is closed");
   }
 
   #finish(info: SessionCloseInfo): void {
     if (this.#done) return;
     this.#done = true;
     for (const s of this.#bidi.close()) discardBidi(s);
+    // Streams nobody accepted: cancelling them is best effort.
     for (const s of this.#uni.close()) s.readable.cancel().catch(() => {});
     this.#datagrams.close();
     this.#resolveClosed(info);
+    // The read loop handles its own failures; the host only waits for its end.
     this.#host.sessionEnded(this.id, this.#readLoop.catch(() => {}));
   }
 
@@ -228,7 +253,7 @@ export class WebTransportSession implements Session {
               data = data.subarray(n);
             }
             if (data.length === 0) continue;
-            pending = pending.length === 0 ? data.slice() : concat(pending, data);
+            pending = pending.length === 0 ? data.slice() : concatBytes([pending, data]);
             ({ pending, skip } = this.#parseCapsules(pending));
           }
         } else if (
@@ -246,6 +271,7 @@ export class WebTransportSession implements Session {
       }
       // FIN without a capsule: clean close with code 0.
       this.#finish({ code: 0, reason: "" });
+      // Our side of the CONNECT stream ends either way; the peer may be gone.
       this.#writer.close().catch(() => {});
     } catch (err) {
       if (err instanceof H3ConnectionError) {
@@ -278,6 +304,7 @@ export class WebTransportSession implements Session {
         }
         if (!this.#done) {
           this.#finish(info);
+          // Our side of the CONNECT stream ends either way; the peer may be gone.
           this.#writer.close().catch(() => {});
         }
         o = start + len.value;
@@ -303,13 +330,6 @@ export class WebTransportSession implements Session {
   }
 }
 
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a);
-  out.set(b, a.length);
-  return out;
-}
-
 async function writeHeader(w: WritableStream<Uint8Array>, header: Uint8Array): Promise<void> {
   const writer = w.getWriter();
   try {
@@ -321,6 +341,7 @@ async function writeHeader(w: WritableStream<Uint8Array>, header: Uint8Array): P
 
 /** Ends a stream nobody will read: cancel the receive half, finish the send half. */
 export function discardBidi(s: { readable: ReadableStream; writable: WritableStream }): void {
+  // Best effort on both halves: the stream may already be gone.
   s.readable.cancel().catch(() => {});
   s.writable.close().catch(() => {});
 }

@@ -1,4 +1,4 @@
-import { DecodeError } from "./errors.ts";
+import { DecodeError } from "./decode_error.ts";
 
 /** Receives the byte count of every chunk read (for per-session counters). */
 export type ByteCounter = (n: number) => void;
@@ -12,24 +12,37 @@ const EMPTY = new Uint8Array(0);
 const FIRST_READ = 512;
 const LARGEST_READ = 64 * 1024;
 
+type Source =
+  | { readonly byob: true; readonly r: ReadableStreamBYOBReader }
+  | { readonly byob: false; readonly r: ReadableStreamDefaultReader<Uint8Array> };
+
 /**
- * Buffered reader over a byte `ReadableStream`: varints, exact byte runs and
- * length-prefixed messages, across chunk boundaries. A FIN in the middle of a
- * field is a `DecodeError("truncated")`.
+ * Buffered reader over a byte stream: varints, single bytes, exact byte runs
+ * and length-prefixed messages, across chunk boundaries. A FIN in the middle
+ * of a field is a `DecodeError("truncated")`. moq-lite reads whole streams
+ * with it; the HTTP/3 layer reads stream headers and frames, then hands the
+ * rest of the stream on (`takeBuffered` and `reader`).
  */
 export class StreamReader {
-  readonly #reader:
-    | { readonly byob: true; readonly r: ReadableStreamBYOBReader }
-    | { readonly byob: false; readonly r: ReadableStreamDefaultReader<Uint8Array> };
+  readonly #reader: Source;
   #readSize = FIRST_READ;
   readonly #count: ByteCounter | undefined;
   #buf: Uint8Array = EMPTY;
   #at = 0;
   #done = false;
 
-  /** Reads from `stream`, reporting received byte counts to `count`. */
-  constructor(stream: ReadableStream<Uint8Array>, count?: ByteCounter) {
-    this.#reader = byobReader(stream) ?? { byob: false, r: stream.getReader() };
+  /**
+   * Reads from `source`, reporting received byte counts to `count`. Given a
+   * stream, the reader uses BYOB reads when the stream supports them; given
+   * a default reader (to hand on later with `reader`), it reads through it.
+   */
+  constructor(
+    source: ReadableStream<Uint8Array> | ReadableStreamDefaultReader<Uint8Array>,
+    count?: ByteCounter,
+  ) {
+    this.#reader = source instanceof ReadableStream
+      ? byobReader(source) ?? { byob: false, r: source.getReader() }
+      : { byob: false, r: source };
     this.#count = count;
   }
 
@@ -147,8 +160,75 @@ export class StreamReader {
     return await this.bytes(n, what);
   }
 
+  /**
+   * Reads a varint as a number, or undefined when the stream ends cleanly
+   * before it. Values above 2^53-1 come out approximate: use it for
+   * identifiers that are only compared or skipped (HTTP/3 frame and stream
+   * types, GREASE included).
+   */
+  async varint(what = "varint"): Promise<number | undefined> {
+    if (this.#available === 0 && !(await this.#fill())) return undefined;
+    const first = this.#buf[this.#at] ?? 0;
+    const size = 1 << (first >> 6);
+    if (this.#available < size) await this.#need(size, what);
+    let v = first & 0x3f;
+    for (let i = 1; i < size; i++) v = v * 256 + (this.#buf[this.#at + i] ?? 0);
+    this.#at += size;
+    return v;
+  }
+
+  /** Reads one byte, or undefined at the end of the stream. */
+  async u8(): Promise<number | undefined> {
+    if (this.#available === 0 && !(await this.#fill())) return undefined;
+    return this.#buf[this.#at++];
+  }
+
+  /** Discards exactly `n` bytes without buffering them all. */
+  async skip(n: number, what = "bytes"): Promise<void> {
+    let left = n;
+    while (left > 0) {
+      if (this.#available === 0 && !(await this.#fill())) {
+        throw new DecodeError("truncated", `Cannot read ${what}: stream ended early`);
+      }
+      const take = Math.min(left, this.#available);
+      this.#at += take;
+      left -= take;
+    }
+  }
+
+  /** Hands out up to `max` buffered or newly read bytes (a view); undefined at the end. */
+  async chunk(max: number): Promise<Uint8Array | undefined> {
+    if (this.#available === 0 && !(await this.#fill())) return undefined;
+    const take = Math.min(max, this.#available);
+    const out = this.#buf.subarray(this.#at, this.#at + take);
+    this.#at += take;
+    return out;
+  }
+
+  /** Removes and returns the bytes read ahead but not yet consumed. */
+  takeBuffered(): Uint8Array {
+    const out = this.#buf.subarray(this.#at);
+    this.#buf = EMPTY;
+    this.#at = 0;
+    return out;
+  }
+
+  /**
+   * The underlying default reader, for handing the rest of the stream on
+   * after `takeBuffered`. Only for a reader constructed from a default reader.
+   */
+  get reader(): ReadableStreamDefaultReader<Uint8Array> {
+    if (this.#reader.byob) {
+      throw new TypeError(
+        "Cannot hand on a BYOB reader: construct the reader from a default reader",
+      );
+    }
+    return this.#reader.r;
+  }
+
   /** Stops reading (STOP_SENDING); never throws. */
   cancel(): void {
+    // Cancelling a stream that already ended or failed has nothing left to report.
     this.#reader.r.cancel().catch(() => {});
   }
 
@@ -169,6 +249,7 @@ function byobReader(
   try {
     return { byob: true, r: stream.getReader({ mode: "byob" }) };
   } catch {
+    // Not a byte stream: the caller falls back to a default reader.
     return undefined;
   }
 }

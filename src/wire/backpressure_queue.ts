@@ -1,9 +1,10 @@
 /**
- * A single-consumer async queue: producers push, one consumer iterates.
- * `push` resolves when the queue is below its high-water mark, so a reader
- * loop awaiting it is paced by the consumer.
+ * A single-consumer async queue that applies back-pressure: producers push,
+ * one consumer iterates, and `push` resolves only while the queue is below
+ * its high-water mark, so a reader loop awaiting it is paced by the
+ * consumer. Nothing is dropped unless the owner calls `shift`.
  */
-export class AsyncQueue<T> implements AsyncIterable<T> {
+export class BackpressureQueue<T> implements AsyncIterable<T> {
   readonly #items: T[] = [];
   readonly #highWater: number;
   #waiter: (() => void) | undefined;

@@ -63,7 +63,7 @@ export function encodeVarint(value: number | bigint): Uint8Array<ArrayBuffer> {
   return out.slice(0, writeVarint(out, 0, value));
 }
 
-/** Zigzag-encodes a signed integer (lite-05 frame timestamp deltas). */
+/** Zigzag-encodes a signed integer before its varint (moq-lite-05 frame timestamp deltas). */
 export function zigzagEncode(value: bigint): bigint {
   return value >= 0n ? value << 1n : ((-value) << 1n) - 1n;
 }
@@ -71,4 +71,39 @@ export function zigzagEncode(value: bigint): bigint {
 /** Decodes a zigzag-encoded integer. */
 export function zigzagDecode(value: bigint): bigint {
   return (value & 1n) === 0n ? value >> 1n : -((value + 1n) >> 1n);
+}
+
+/**
+ * Decodes the varint at `at` as a bigint (exact for all 62-bit values), or
+ * undefined when `buf` ends before the varint does.
+ */
+export function decodeVarintBig(
+  buf: Uint8Array,
+  at: number,
+): { value: bigint; length: number } | undefined {
+  const first = buf[at];
+  if (first === undefined) return undefined;
+  const length = 1 << (first >> 6);
+  if (at + length > buf.length) return undefined;
+  let v = BigInt(first & 0x3f);
+  for (let i = 1; i < length; i++) v = (v << 8n) | BigInt(buf[at + i] ?? 0);
+  return { value: v, length };
+}
+
+/**
+ * Decodes the varint at `at` as a number (exact up to 2^53-1; larger values
+ * are approximate, which only matters for identifiers that are skipped, such
+ * as GREASE), or undefined when `buf` ends before the varint does.
+ */
+export function decodeVarint(
+  buf: Uint8Array,
+  at: number,
+): { value: number; length: number } | undefined {
+  const first = buf[at];
+  if (first === undefined) return undefined;
+  const length = 1 << (first >> 6);
+  if (at + length > buf.length) return undefined;
+  let v = first & 0x3f;
+  for (let i = 1; i < length; i++) v = v * 256 + (buf[at + i] ?? 0);
+  return { value: v, length };
 }

@@ -1,4 +1,4 @@
-import { DecodeError } from "./errors.ts";
+import { DecodeError } from "./decode_error.ts";
 
 const decoder = new TextDecoder("utf-8", { fatal: true });
 

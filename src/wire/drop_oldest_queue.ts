@@ -1,5 +1,9 @@
-/** An unbounded-by-default FIFO whose `next()` waits for an item or resolves undefined once closed. */
-export class AsyncQueue<T> {
+/**
+ * A FIFO that never blocks its producer: `push` returns at once and, when
+ * `limit` items already wait, the oldest is dropped. `next()` waits for an
+ * item or resolves undefined once closed. Unbounded by default.
+ */
+export class DropOldestQueue<T> {
   #items: T[] = [];
   #waiters: ((v: T | undefined) => void)[] = [];
   #closed = false;
