@@ -75,7 +75,7 @@ export {
   type VerifierOptions,
 } from "./verifier.ts";
 export { extractBearer, tokenFromUrl } from "./bearer.ts";
-export { bearerChallenge } from "./challenge.ts";
+export { bearerChallenge, type BearerChallengeOptions } from "./challenge.ts";
 export {
   createSigner,
   readSigner,

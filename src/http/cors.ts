@@ -8,27 +8,48 @@ export type OriginPolicy = { readonly any: true } | {
 export const SAME_ORIGIN_ONLY: OriginPolicy = { any: false, origins: new Set() };
 
 /**
- * Parses a comma-separated origin list; `*` allows any origin. Throws
- * `TypeError` for an entry that is not an origin (scheme://host[:port]).
+ * Parses a comma-separated origin list: `"*"` when it names `*` (any
+ * origin), else the origins without a trailing slash. Throws `TypeError`
+ * for an entry that is not an http or https origin (scheme://host[:port]).
+ *
+ * @example
+ * ```ts
+ * parseOriginList("https://app.example, http://localhost:8080"); // ["https://app.example", "http://localhost:8080"]
+ * ```
  */
-export function parseOriginPolicy(value: string | undefined): OriginPolicy {
-  if (value === undefined || value.trim() === "") return SAME_ORIGIN_ONLY;
-  const entries = value.split(",").map((s) => s.trim()).filter((s) => s !== "");
-  if (entries.includes("*")) return { any: true };
-  const origins = new Set<string>();
-  for (const entry of entries) {
+export function parseOriginList(text: string): readonly string[] | "*" {
+  const entries = text.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  if (entries.includes("*")) return "*";
+  return entries.map((entry) => {
     let url: URL;
     try {
       url = new URL(entry);
     } catch {
       throw new TypeError(`"${entry}" is not an origin such as https://app.example`);
     }
-    if (url.origin === "null" || url.origin !== entry.replace(/\/$/, "")) {
+    if (url.protocol !== "https:" && url.protocol !== "http:") {
+      throw new TypeError(`"${entry}" is not an http or https origin such as https://app.example`);
+    }
+    if (url.origin !== entry.replace(/\/$/, "")) {
       throw new TypeError(`"${entry}" is not an origin such as https://app.example (no path)`);
     }
-    origins.add(url.origin);
-  }
-  return { any: false, origins };
+    return url.origin;
+  });
+}
+
+/** The policy for a parsed origin list (`"*"`: any origin). */
+export function originPolicy(list: readonly string[] | "*"): OriginPolicy {
+  return list === "*" ? { any: true } : { any: false, origins: new Set(list) };
+}
+
+/**
+ * Parses CORS_ALLOWED_ORIGINS for the funnel: unset or blank is
+ * same-origin only, otherwise {@link parseOriginList}'s rules. Throws
+ * `TypeError` for an entry that is not an origin.
+ */
+export function parseOriginPolicy(value: string | undefined): OriginPolicy {
+  if (value === undefined || value.trim() === "") return SAME_ORIGIN_ONLY;
+  return originPolicy(parseOriginList(value));
 }
 
 /** True when a request from `origin` may proceed under the policy. */
@@ -36,11 +57,15 @@ export function originAllowed(policy: OriginPolicy, origin: string): boolean {
   return policy.any || policy.origins.has(origin);
 }
 
-/** Options of {@link corsHeaders}. */
+/** Options of {@link corsHeaders} and {@link cors}. */
 export interface CorsOptions {
+  /** Methods a preflight allows. */
   readonly methods: readonly string[];
+  /** Request headers a preflight allows. */
   readonly allowHeaders: readonly string[];
+  /** Response headers a script may read. */
   readonly exposeHeaders: readonly string[];
+  /** How long a browser may cache a preflight answer (default 600). */
   readonly maxAgeSeconds?: number;
 }
 
@@ -66,4 +91,43 @@ export function corsHeaders(
     headers["access-control-max-age"] = String(options.maxAgeSeconds ?? 600);
   }
   return headers;
+}
+
+/** CORS for one API: answers preflights and marks the responses of allowed origins. */
+export interface CorsHandler {
+  /**
+   * The answer to a preflight (204 with the allowed methods and headers, or
+   * 403 for an origin not allowed), or undefined when `request` is not one.
+   */
+  preflight(request: Request): Response | undefined;
+  /** Adds the CORS headers for `request`'s origin to `headers`, when it is allowed. */
+  apply(request: Request, headers: Headers): void;
+}
+
+/**
+ * CORS for an API under `policy`, or undefined when the policy is
+ * same-origin only: no request then needs CORS handling at all.
+ *
+ * @example
+ * ```ts
+ * const handler = cors(parseOriginPolicy("https://app.example"), {
+ *   methods: ["GET", "POST"], allowHeaders: ["content-type"], exposeHeaders: [],
+ * });
+ * ```
+ */
+export function cors(policy: OriginPolicy, options: CorsOptions): CorsHandler | undefined {
+  if (!policy.any && policy.origins.size === 0) return undefined;
+  return {
+    preflight(request) {
+      if (request.method !== "OPTIONS") return undefined;
+      if (!request.headers.has("access-control-request-method")) return undefined;
+      const headers = corsHeaders(policy, request.headers.get("origin"), true, options);
+      return new Response(null, { status: headers ? 204 : 403, headers: headers ?? {} });
+    },
+    apply(request, headers) {
+      const found = corsHeaders(policy, request.headers.get("origin"), false, options);
+      if (found === undefined) return;
+      for (const [name, value] of Object.entries(found)) headers.set(name, value);
+    },
+  };
 }

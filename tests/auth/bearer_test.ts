@@ -31,3 +31,20 @@ Deno.test("bearerChallenge follows RFC 6750", () => {
     'Bearer error="insufficient_scope"',
   );
 });
+
+Deno.test("bearerChallenge names a realm before the error", () => {
+  assert.equal(bearerChallenge(undefined, { realm: "sluice" }), 'Bearer realm="sluice"');
+  assert.equal(
+    bearerChallenge(new AuthError("missing", "none"), { realm: "sluice" }),
+    'Bearer realm="sluice"',
+  );
+  assert.equal(
+    bearerChallenge(new AuthError("bad_signature", "no"), { realm: "sluice" }),
+    'Bearer realm="sluice", error="invalid_token"',
+  );
+  assert.equal(
+    bearerChallenge(new AuthError("forbidden", "no"), { realm: "sluice" }),
+    'Bearer realm="sluice", error="insufficient_scope"',
+  );
+  assert.equal(bearerChallenge(undefined, { realm: 'a "b"' }), 'Bearer realm="a \\"b\\""');
+});
