@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { decodeJwt } from "jose";
 import { createVerifier, keySourceFrom, runAuthCommand } from "../../src/auth/mod.ts";
+import { withTempDir } from "../support/temp_dir.ts";
 import { NOW, NOW_MS } from "./helpers.ts";
 
 interface Run {
@@ -20,17 +21,8 @@ async function run(args: string[]): Promise<Run> {
   return { code, stdout, stderr };
 }
 
-async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "sluice-auth-cmd-" });
-  try {
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
-
 Deno.test("keygen then token: the credential verifies against the written key set", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const keygen = await run(["keygen", "--out", `${dir}/key.jwk`, "--keys", `${dir}/keys.json`]);
     assert.equal(keygen.code, 0, keygen.stderr);
     assert.match(keygen.stdout, /created key set/);
@@ -74,7 +66,7 @@ Deno.test("keygen then token: the credential verifies against the written key se
 });
 
 Deno.test("keygen refuses to overwrite a key file and leaves both files as they were", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const args = ["keygen", "--out", `${dir}/key.jwk`, "--keys", `${dir}/keys.json`];
     assert.equal((await run(args)).code, 0);
     const keyBefore = await Deno.readTextFile(`${dir}/key.jwk`);
@@ -88,7 +80,7 @@ Deno.test("keygen refuses to overwrite a key file and leaves both files as they 
 });
 
 Deno.test("keygen adds to an existing key set, with the prefix", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const keys = `${dir}/keys.json`;
     assert.equal((await run(["keygen", "--out", `${dir}/a.jwk`, "--keys", keys])).code, 0);
     const second = await run([
@@ -123,7 +115,7 @@ Deno.test("keygen adds to an existing key set, with the prefix", async () => {
 });
 
 Deno.test("keygen refuses to extend a key set holding a private key", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const keys = `${dir}/keys.json`;
     await run(["keygen", "--out", `${dir}/a.jwk`, "--keys", `${dir}/good.json`]);
     await Deno.writeTextFile(
@@ -138,7 +130,7 @@ Deno.test("keygen refuses to extend a key set holding a private key", async () =
 });
 
 Deno.test("token with --path-auth grants publish and read paths", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     await run(["keygen", "--out", `${dir}/key.jwk`, "--keys", `${dir}/keys.json`]);
     const token = await run([
       "token",
@@ -165,7 +157,7 @@ Deno.test("token with --path-auth grants publish and read paths", async () => {
 });
 
 Deno.test("bad usage exits 2 with a clear message", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     await run(["keygen", "--out", `${dir}/key.jwk`, "--keys", `${dir}/keys.json`]);
     const key = `${dir}/key.jwk`;
     const cases: [string[], RegExp][] = [
@@ -204,7 +196,7 @@ Deno.test("token with an unreadable key exits 1 naming the file", async () => {
 });
 
 Deno.test("ttl accepts seconds and units up to one hour", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     await run(["keygen", "--out", `${dir}/key.jwk`, "--keys", `${dir}/keys.json`]);
     for (const [ttl, seconds] of [["90", 90], ["45s", 45], ["60m", 3600], ["1h", 3600]] as const) {
       const result = await run([

@@ -7,6 +7,7 @@ import {
   type Timers,
   UrlKeySource,
 } from "../../src/auth/mod.ts";
+import { withTempDir } from "../support/temp_dir.ts";
 import { claims, keySetText, makeKey, NOW_MS, signWith } from "./helpers.ts";
 
 /** Timers the test fires by hand. */
@@ -28,17 +29,8 @@ class ManualTimers implements Timers {
   }
 }
 
-async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "sluice-auth-" });
-  try {
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
-
 Deno.test("a missing or refused key set file stops the start with its path", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const missing = new FileKeySource(`${dir}/absent.json`, { pollMs: 0 });
     await assert.rejects(missing.start(), /absent\.json/);
     const key = await makeKey();
@@ -49,7 +41,7 @@ Deno.test("a missing or refused key set file stops the start with its path", asy
 });
 
 Deno.test("a key set file is re-read on change; a credential whose key left is refused", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const path = `${dir}/keys.json`;
     const a = await makeKey();
     const b = await makeKey();
@@ -74,7 +66,7 @@ Deno.test("a key set file is re-read on change; a credential whose key left is r
 });
 
 Deno.test("a broken key set file keeps the last good set and is reported once", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const path = `${dir}/keys.json`;
     const a = await makeKey();
     await Deno.writeTextFile(path, keySetText(a));
@@ -103,7 +95,7 @@ Deno.test("a broken key set file keeps the last good set and is reported once", 
 });
 
 Deno.test("the file is polled on the injected timer until closed", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const path = `${dir}/keys.json`;
     const a = await makeKey();
     const b = await makeKey();

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { type AuthError, createVerifier, UrlKeySource } from "../../src/auth/mod.ts";
+import { withTempDir } from "../support/temp_dir.ts";
 import { claims, keySetText, makeKey, NOW_MS, signWith } from "./helpers.ts";
 
 interface Seen {
@@ -36,17 +37,8 @@ class KeyServer {
   }
 }
 
-async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "sluice-auth-url-" });
-  try {
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
-
 Deno.test("the URL source sends the bearer token, caches the set and revalidates with If-None-Match", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const server = new KeyServer();
     const a = await makeKey();
     const b = await makeKey();
@@ -88,7 +80,7 @@ Deno.test("the URL source sends the bearer token, caches the set and revalidates
 });
 
 Deno.test("after a failed refresh the last good set stays in force", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const server = new KeyServer();
     const a = await makeKey();
     server.body = keySetText(a);
@@ -131,7 +123,7 @@ Deno.test("after a failed refresh the last good set stays in force", async () =>
 });
 
 Deno.test("at start an unreachable URL falls back to the cache file", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const a = await makeKey();
     const cacheFile = `${dir}/cache.json`;
     await Deno.writeTextFile(cacheFile, keySetText(a));
@@ -164,7 +156,7 @@ Deno.test("at start an unreachable URL falls back to the cache file", async () =
 });
 
 Deno.test("at start an unreachable URL without a usable cache is an error", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const server = new KeyServer();
     const url = server.url;
     await server.stop(); // nothing listens there now

@@ -12,7 +12,9 @@ import {
 import { MoqCode, MoqError } from "../../src/moq/mod.ts";
 import { WebTransportRefusedError } from "../../src/transport/webtransport/mod.ts";
 import { keySetOf, makeKey, type TestKey } from "../auth/helpers.ts";
-import { dialMoq, post, quiet, startLiveFunnel, take } from "./live_helpers.ts";
+import { dialOurs } from "../support/moq.ts";
+import { quiet } from "../support/quiet.ts";
+import { post, startLiveFunnel, take } from "./live_helpers.ts";
 
 async function authFunnel(key: TestKey, env: Record<string, string> = {}) {
   const verifier = await createVerifier(new MemoryKeySource(await keySetOf(key)));
@@ -53,21 +55,21 @@ Deno.test("With a key set, subscribers need a fetch or subscribe credential; eac
   });
 
   // Native QUIC: the URL arrives in SETUP; no credential closes the session as unauthorized.
-  const anonymous = await dialMoq(f.moqPort);
+  const anonymous = await dialOurs(f.moqPort);
   assert.equal((await anonymous.closed).code, MoqCode.Unauthorized);
-  const wrongScope = await dialMoq(f.moqPort, { jwt: poster });
+  const wrongScope = await dialOurs(f.moqPort, { jwt: poster });
   assert.equal((await wrongScope.closed).code, MoqCode.Unauthorized);
-  const garbage = await dialMoq(f.moqPort, { jwt: "not.a.jwt" });
+  const garbage = await dialOurs(f.moqPort, { jwt: "not.a.jwt" });
   assert.equal((await garbage.closed).code, MoqCode.Unauthorized);
 
   // WebTransport: refused with an HTTP status before the session exists.
-  assert.equal(await refusedStatus(dialMoq(f.moqPort, { webTransport: true })), 401);
-  assert.equal(await refusedStatus(dialMoq(f.moqPort, { webTransport: true, jwt: "x.y.z" })), 401);
-  assert.equal(await refusedStatus(dialMoq(f.moqPort, { webTransport: true, jwt: poster })), 403);
+  assert.equal(await refusedStatus(dialOurs(f.moqPort, { webTransport: true })), 401);
+  assert.equal(await refusedStatus(dialOurs(f.moqPort, { webTransport: true, jwt: "x.y.z" })), 401);
+  assert.equal(await refusedStatus(dialOurs(f.moqPort, { webTransport: true, jwt: poster })), 403);
 
   for (const webTransport of [false, true]) {
-    const narrow = await dialMoq(f.moqPort, { jwt: chatOnly, webTransport });
-    const wide = await dialMoq(f.moqPort, { jwt: fetcher, webTransport });
+    const narrow = await dialOurs(f.moqPort, { jwt: chatOnly, webTransport });
+    const wide = await dialOurs(f.moqPort, { jwt: fetcher, webTransport });
     try {
       const sub = narrow.subscribe("room/1", "chat");
       assert.deepEqual(await take(sub, 1), [{
@@ -94,18 +96,18 @@ Deno.test("WebTransport Origin: only CORS_ALLOWED_ORIGINS (or the listener's own
     await using f = await startLiveFunnel();
     assert.equal(
       await refusedStatus(
-        dialMoq(f.moqPort, { webTransport: true, origin: "https://evil.example" }),
+        dialOurs(f.moqPort, { webTransport: true, origin: "https://evil.example" }),
       ),
       403,
     );
     assert.equal(
       await refusedStatus(
-        dialMoq(f.moqPort, { webTransport: true, origin: `https://localhost:${f.moqPort}` }),
+        dialOurs(f.moqPort, { webTransport: true, origin: `https://localhost:${f.moqPort}` }),
       ),
       200,
     );
     assert.equal(
-      await refusedStatus(dialMoq(f.moqPort, { webTransport: true })),
+      await refusedStatus(dialOurs(f.moqPort, { webTransport: true })),
       200,
       "no Origin: not a browser",
     );
@@ -114,13 +116,13 @@ Deno.test("WebTransport Origin: only CORS_ALLOWED_ORIGINS (or the listener's own
     await using f = await startLiveFunnel({ CORS_ALLOWED_ORIGINS: "https://app.example" });
     assert.equal(
       await refusedStatus(
-        dialMoq(f.moqPort, { webTransport: true, origin: "https://app.example" }),
+        dialOurs(f.moqPort, { webTransport: true, origin: "https://app.example" }),
       ),
       200,
     );
     assert.equal(
       await refusedStatus(
-        dialMoq(f.moqPort, { webTransport: true, origin: "https://evil.example" }),
+        dialOurs(f.moqPort, { webTransport: true, origin: "https://evil.example" }),
       ),
       403,
     );

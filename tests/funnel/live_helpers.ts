@@ -1,22 +1,10 @@
 // Helpers for the live tests: a funnel serving MoQ on 127.0.0.1:0 with a
-// development certificate, and subscribers that dial it (ours and @moq/net).
-import * as Net from "@moq/net";
+// development certificate, what its subscribers received, and HTTP calls.
 import { loadFunnelConfig } from "../../src/config/funnel.ts";
 import { type FunnelDependencies, type RunningFunnel, startFunnel } from "../../src/funnel/mod.ts";
 import { silentLogger } from "../../src/log/mod.ts";
-import {
-  connect,
-  type MoqSession,
-  type ReceivedGroup,
-  type Subscription,
-  VERSIONS,
-} from "../../src/moq/mod.ts";
-import { connectQuicSession } from "../../src/transport/quic.ts";
-import type { Session } from "../../src/transport/mod.ts";
-import { asWebTransport, connectWebTransport } from "../../src/transport/webtransport/mod.ts";
-import { devCert } from "../relay/_relay.ts";
-
-export { devCert, quiet, seeAnnounced, until } from "../relay/_relay.ts";
+import type { ReceivedGroup, Subscription } from "../../src/moq/mod.ts";
+import { testCertificateFiles } from "../support/certs.ts";
 
 const decoder = new TextDecoder();
 
@@ -31,21 +19,12 @@ export interface LiveFunnel extends AsyncDisposable {
   readonly dir: string;
 }
 
-/** Writes the dev certificate as files in a fresh temporary directory. */
-export async function certFiles(): Promise<{ dir: string; cert: string; key: string }> {
-  const c = await devCert();
-  const dir = await Deno.makeTempDir({ prefix: "sluice-live-" });
-  await Deno.writeTextFile(`${dir}/cert.pem`, c.certPem);
-  await Deno.writeTextFile(`${dir}/key.pem`, c.keyPem);
-  return { dir, cert: `${dir}/cert.pem`, key: `${dir}/key.pem` };
-}
-
 /** Starts a funnel serving MoQ on 127.0.0.1:0 (unless `env` says otherwise). */
 export async function startLiveFunnel(
   env: Record<string, string> = {},
   deps: FunnelDependencies = {},
 ): Promise<LiveFunnel> {
-  const files = await certFiles();
+  const files = await testCertificateFiles();
   const funnel = await startFunnel(
     loadFunnelConfig({
       FUNNEL_ADDR: "127.0.0.1:0",
@@ -66,70 +45,6 @@ export async function startLiveFunnel(
       await Deno.remove(files.dir, { recursive: true });
     },
   };
-}
-
-/** Dials a MoQ endpoint with our client: native QUIC (`alpn`) or WebTransport. */
-export async function dialMoq(
-  port: number,
-  options: {
-    jwt?: string;
-    alpn?: string;
-    webTransport?: boolean;
-    origin?: string;
-    maxUni?: number;
-    wrap?: (session: Session) => Session;
-  } = {},
-): Promise<MoqSession> {
-  const c = await devCert();
-  const query = options.jwt === undefined ? "" : `?jwt=${options.jwt}`;
-  if (options.webTransport) {
-    const session = await connectWebTransport(new URL(`https://localhost:${port}/${query}`), {
-      protocols: VERSIONS,
-      serverCertificateHashes: [c.sha256],
-      ...(options.origin ? { origin: options.origin } : {}),
-    });
-    return await connect(session);
-  }
-  const session = await connectQuicSession(new URL(`moqt://localhost:${port}/${query}`), {
-    alpn: VERSIONS,
-    serverCertificateHashes: [{ algorithm: "sha-256", value: c.sha256 }],
-    ...(options.alpn ? { alpn: [options.alpn] } : {}),
-    ...(options.maxUni ? { maxConcurrentUnidirectionalStreams: options.maxUni } : {}),
-  });
-  return await connect(options.wrap ? options.wrap(session) : session);
-}
-
-/**
- * Dials with @moq/net: over native QUIC, or (`webTransport`) over our
- * WebTransport client, which carries the URL's `jwt` in the CONNECT request.
- */
-export async function dialNet(
-  port: number,
-  options: { version?: string; jwt?: string; webTransport?: boolean } = {},
-): Promise<Awaited<ReturnType<typeof Net.Connection.connect>>> {
-  const c = await devCert();
-  if (options.webTransport) {
-    const url = new URL(`https://localhost:${port}/${options.jwt ? `?jwt=${options.jwt}` : ""}`);
-    const wt = await connectWebTransport(url, {
-      protocols: VERSIONS,
-      serverCertificateHashes: [c.sha256],
-    });
-    return await Net.Connection.connect(url, {
-      transport: asWebTransport(wt) as unknown as WebTransport,
-    });
-  }
-  const quic = await Deno.connectQuic({
-    hostname: "127.0.0.1",
-    port,
-    alpnProtocols: [options.version ?? "moq-lite-05"],
-    caCerts: [c.certPem],
-    serverName: "localhost",
-    maxConcurrentUnidirectionalStreams: 1000,
-  });
-  const query = options.jwt === undefined ? "" : `?jwt=${options.jwt}`;
-  return await Net.Connection.connect(new URL(`https://localhost:${port}/${query}`), {
-    transport: quic as unknown as WebTransport,
-  });
 }
 
 /** A received group as the test compares it: sequence and frame text. */
@@ -180,36 +95,4 @@ export async function send(
   });
   await response.body?.cancel();
   return response.status;
-}
-
-/** A session whose incoming unidirectional streams (MoQ groups) are not accepted while held. */
-export function stallable(session: Session): { session: Session; hold(): void; release(): void } {
-  let gate: Promise<void> | undefined;
-  let open = (): void => {};
-  const wrapped: Session = {
-    transport: session.transport,
-    protocol: session.protocol,
-    url: session.url,
-    remote: session.remote,
-    closed: session.closed,
-    openBidi: (o) => session.openBidi(o),
-    openUni: (o) => session.openUni(o),
-    acceptBidi: () => session.acceptBidi(),
-    acceptUni: async () => {
-      while (gate) await gate;
-      return await session.acceptUni();
-    },
-    translateError: (err) => session.translateError(err),
-    close: (code, reason) => session.close(code, reason),
-  };
-  return {
-    session: wrapped,
-    hold: () => {
-      gate = new Promise((resolve) => (open = resolve));
-    },
-    release: () => {
-      gate = undefined;
-      open();
-    },
-  };
 }

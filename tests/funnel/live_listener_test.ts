@@ -3,17 +3,10 @@
 import assert from "node:assert/strict";
 import * as Net from "@moq/net";
 import { MoqError } from "../../src/moq/mod.ts";
-import {
-  dialMoq,
-  dialNet,
-  post,
-  quiet,
-  send,
-  startLiveFunnel,
-  take,
-  until,
-} from "./live_helpers.ts";
-import { announcedPaths } from "../support/moq.ts";
+import { announcedPaths, dialNet, dialOurs } from "../support/moq.ts";
+import { quiet } from "../support/quiet.ts";
+import { until } from "../support/wait.ts";
+import { post, send, startLiveFunnel, take } from "./live_helpers.ts";
 
 const decoder = new TextDecoder();
 
@@ -22,9 +15,9 @@ Deno.test("PUT then POSTs: waiting subscribers (ours over QUIC and WebTransport,
   await using f = await startLiveFunnel();
   assert.equal(await send(f.base, "PUT", "/tracks/room/1/chat"), 201);
 
-  const quic05 = await dialMoq(f.moqPort, { alpn: "moq-lite-05" });
-  const quic04 = await dialMoq(f.moqPort, { alpn: "moq-lite-04" });
-  const wt = await dialMoq(f.moqPort, { webTransport: true });
+  const quic05 = await dialOurs(f.moqPort, { alpn: "moq-lite-05" });
+  const quic04 = await dialOurs(f.moqPort, { alpn: "moq-lite-04" });
+  const wt = await dialOurs(f.moqPort, { webTransport: true });
   const net = await dialNet(f.moqPort);
   try {
     const subs = [quic05, quic04, wt].map((m) => m.subscribe("room/1", "chat"));
@@ -67,7 +60,7 @@ Deno.test("A late subscriber starts at the track's latest record; a redaction is
   const groups: string[] = [];
   for (let i = 1; i <= 5; i++) groups.push((await post(f.base, "live/a/feed", `{"n":${i}}`)).group);
 
-  const ours = await dialMoq(f.moqPort);
+  const ours = await dialOurs(f.moqPort);
   const net = await dialNet(f.moqPort, { version: "moq-lite-04" });
   try {
     const sub = ours.subscribe("live/a", "feed");
@@ -101,7 +94,7 @@ Deno.test("A subscription to a track never created is refused as not found, on b
   await using f = await startLiveFunnel();
   await post(f.base, "room/1/chat", "1");
   for (const alpn of ["moq-lite-05", "moq-lite-04"]) {
-    const moq = await dialMoq(f.moqPort, { alpn });
+    const moq = await dialOurs(f.moqPort, { alpn });
     try {
       for (const [path, track] of [["room/1", "other"], ["room/2", "chat"], ["room", "1"]]) {
         const sub = moq.subscribe(path!, track!);
@@ -130,7 +123,7 @@ Deno.test("The funnel announces every broadcast with a created track to its subs
   await using f = await startLiveFunnel();
   await send(f.base, "PUT", "/tracks/a/b/t");
   await post(f.base, "c/t", "1");
-  const moq = await dialMoq(f.moqPort);
+  const moq = await dialOurs(f.moqPort);
   try {
     const seen = await announcedPaths(moq, 2);
     assert.deepEqual([...seen].sort(), ["a/b", "c"]);

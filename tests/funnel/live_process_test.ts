@@ -4,7 +4,8 @@ import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { connect, VERSIONS } from "../../src/moq/mod.ts";
 import { connectQuicSession } from "../../src/transport/quic.ts";
-import { take, until } from "./live_helpers.ts";
+import { until } from "../support/wait.ts";
+import { take } from "./live_helpers.ts";
 
 const CLI = fileURLToPath(new URL("../../src/cli.ts", import.meta.url));
 

@@ -8,7 +8,7 @@ import {
   type RelayState,
 } from "../../src/funnel/mod.ts";
 import { silentLogger } from "../../src/log/mod.ts";
-import { until } from "./live_helpers.ts";
+import { until } from "../support/wait.ts";
 
 function manualTimers() {
   const pending: { fn: () => void; ms: number; cancelled: boolean }[] = [];

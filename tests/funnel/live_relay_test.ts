@@ -9,17 +9,11 @@ import { keySetText, makeKey, type TestKey } from "../auth/helpers.ts";
 import { type RelayProcess, spawnRelay } from "../support/relay_process.ts";
 import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
 import * as Net from "@moq/net";
-import {
-  certFiles,
-  dialMoq,
-  dialNet,
-  post,
-  quiet,
-  seeAnnounced,
-  startLiveFunnel,
-  take,
-  until,
-} from "./live_helpers.ts";
+import { testCertificateFiles } from "../support/certs.ts";
+import { dialNet, dialOurs, seeAnnounced } from "../support/moq.ts";
+import { quiet } from "../support/quiet.ts";
+import { until } from "../support/wait.ts";
+import { post, startLiveFunnel, take } from "./live_helpers.ts";
 
 const decoder = new TextDecoder();
 
@@ -66,7 +60,7 @@ interface Fixture {
 }
 
 async function fixture(): Promise<Fixture> {
-  const files = await certFiles();
+  const files = await testCertificateFiles();
   const key = await makeKey();
   const keyFile = `${files.dir}/funnel.jwk`;
   await Deno.writeTextFile(keyFile, JSON.stringify(key.privateJwk));
@@ -112,7 +106,7 @@ async function ends(sub: AsyncIterable<unknown>): Promise<void> {
 
 /** Subscribes through the relay once it announces the broadcast. */
 async function relaySubscriber(port: number, jwt: string): Promise<MoqSession> {
-  const moq = await dialMoq(port, { jwt });
+  const moq = await dialOurs(port, { jwt });
   await seeAnnounced(moq, "room/1");
   return moq;
 }
@@ -304,7 +298,7 @@ Deno.test("Through sluice relay with the credential in RELAY_URL: @moq/net subsc
     RELAY_URL: `moqt://localhost:${fx.port}/?jwt=${publishJwt}`,
     RELAY_CA_FILE: fx.cert,
   }, { live: { timers } });
-  const direct = await dialMoq(f.moqPort);
+  const direct = await dialOurs(f.moqPort);
   const net = await dialNet(fx.port, { jwt: await fx.subscriberToken(), webTransport: true });
   try {
     assert.ok(!f.funnel.summary.join("\n").includes(publishJwt), "the summary masks the jwt");

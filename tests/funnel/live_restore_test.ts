@@ -4,17 +4,11 @@
 import assert from "node:assert/strict";
 import { MemoryBackend } from "../../src/ledger/mod.ts";
 import type { LedgerBackend } from "../../src/ledger/mod.ts";
-import {
-  dialMoq,
-  post,
-  quiet,
-  send,
-  stallable,
-  startLiveFunnel,
-  take,
-  until,
-} from "./live_helpers.ts";
-import { announcedPaths } from "../support/moq.ts";
+import { announcedPaths, dialOurs, stallable } from "../support/moq.ts";
+import { quiet } from "../support/quiet.ts";
+import { withTempDir } from "../support/temp_dir.ts";
+import { until } from "../support/wait.ts";
+import { post, send, startLiveFunnel, take } from "./live_helpers.ts";
 
 async function restartScenario(
   env: Record<string, string>,
@@ -31,7 +25,7 @@ async function restartScenario(
   }
   const b = backend();
   await using f = await startLiveFunnel(env, b ? { backend: b } : {});
-  const moq = await dialMoq(f.moqPort);
+  const moq = await dialOurs(f.moqPort);
   try {
     const seen = await announcedPaths(moq, 2);
     assert.deepEqual(
@@ -69,22 +63,17 @@ Deno.test("A restarted funnel (memory backend kept) publishes every recorded tra
 
 Deno.test("A restarted funnel with a directory ledger publishes every recorded track with its latest record", async () => {
   using _q = quiet();
-  const dir = await Deno.makeTempDir({ prefix: "sluice-live-ledger-" });
-  try {
-    await restartScenario({ LEDGER_URI: `file://${dir}` }, () => undefined);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await withTempDir((dir) => restartScenario({ LEDGER_URI: `file://${dir}` }, () => undefined));
 });
 
 Deno.test("A subscriber that stops reading neither delays commits nor other subscribers", async () => {
   using _q = quiet();
   await using f = await startLiveFunnel();
   await send(f.base, "PUT", "/tracks/room/1/chat");
-  const fast = await dialMoq(f.moqPort);
+  const fast = await dialOurs(f.moqPort);
   let gate!: ReturnType<typeof stallable>;
   // Two concurrent group streams at most: a reader that stops accepting them stalls the sender.
-  const stalled = await dialMoq(f.moqPort, {
+  const stalled = await dialOurs(f.moqPort, {
     maxUni: 2,
     wrap: (s) => (gate = stallable(s)).session,
   });

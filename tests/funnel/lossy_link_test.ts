@@ -5,8 +5,10 @@
 import assert from "node:assert/strict";
 import { assertExactlyOnce, report, subscriberPair } from "../support/delivery.ts";
 import { type LinkShape, startUdpProxy } from "../support/udp_proxy.ts";
-import { quiet, startTestRelay } from "../relay/_relay.ts";
-import { certFiles, post, send, startLiveFunnel } from "./live_helpers.ts";
+import { startTestRelay } from "../relay/_relay.ts";
+import { testCertificateFiles } from "../support/certs.ts";
+import { quiet } from "../support/quiet.ts";
+import { post, send, startLiveFunnel } from "./live_helpers.ts";
 
 const RECORDS = 200;
 const SENDERS = 4;
@@ -48,7 +50,7 @@ async function postWhileReading(base: string, port: number) {
 Deno.test("funnel → lossy link → relay: every acknowledged record reaches every subscriber once", async () => {
   using _q = quiet();
   const relay = await startTestRelay();
-  const files = await certFiles();
+  const files = await testCertificateFiles();
   const proxy = startUdpProxy({
     targetPort: relay.port,
     toTarget: LOSSY,

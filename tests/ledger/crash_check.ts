@@ -4,7 +4,9 @@ import assert from "node:assert/strict";
 import { Ledger, type LedgerEntry, openBackend, parseLedgerUri } from "../../src/ledger/mod.ts";
 import type { StoreCredentials } from "../../src/ledger/mod.ts";
 import { dropTable, findPostgres, freshTableName } from "../support/postgres.ts";
+import { seededRandom } from "../support/random.ts";
 import { startS3rver } from "../support/s3rver.ts";
+import { withTempDir } from "../support/temp_dir.ts";
 
 /** Kill-and-restart rounds per backend. */
 export const RUNS = 4;
@@ -24,18 +26,6 @@ export type RunAndKill = (
   killAfter: number,
   credentials?: StoreCredentials,
 ) => Promise<Ack[]>;
-
-/** A small seeded PRNG (mulberry32) so a failing kill schedule can be replayed. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 async function readEverything(uri: string, credentials?: StoreCredentials): Promise<LedgerEntry[]> {
   const ledger = new Ledger(await openBackend(parseLedgerUri(uri), credentials));
@@ -65,7 +55,7 @@ export async function crashLoop(
   // Set SLUICE_CRASH_SEED to replay the kill schedule a failure message names.
   const seed = Number(Deno.env.get("SLUICE_CRASH_SEED")) ||
     crypto.getRandomValues(new Uint32Array(1))[0]!;
-  const random = prng(seed);
+  const random = seededRandom(seed);
   const acked = new Map<number, string>();
   for (let run = 0; run < RUNS; run++) {
     const killAfter = 1 + Math.floor(random() * 600);
@@ -118,12 +108,7 @@ export async function crashTestsPerBackend(
 ): Promise<void> {
   const pgUrl = await findPostgres();
   Deno.test(names.directory, async () => {
-    const dir = await Deno.makeTempDir({ prefix: "sluice-crash-" });
-    try {
-      await crashLoop(runAndKill, `file://${dir}/ledger`);
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
+    await withTempDir((dir) => crashLoop(runAndKill, `file://${dir}/ledger`));
   });
   Deno.test({
     name: names.postgres,

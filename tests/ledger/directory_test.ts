@@ -8,18 +8,10 @@ import {
   parseLedgerUri,
   type TrackPath,
 } from "../../src/ledger/mod.ts";
+import { withTempDir } from "../support/temp_dir.ts";
 import { walkFiles } from "./harness.ts";
 
 const PATH: TrackPath = { broadcast: ["b"], track: "t" };
-
-async function withDir(f: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "sluice-dir-" });
-  try {
-    await f(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
 
 async function appendN(dir: string, n: number, from = 0): Promise<void> {
   const ledger = new Ledger(await DirectoryBackend.open(dir));
@@ -55,7 +47,7 @@ async function appendBytes(file: string, bytes: Uint8Array): Promise<void> {
 }
 
 Deno.test("directory: a torn tail frame is truncated at open and never served", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     await appendN(dir, 5);
     const [segment] = await segmentFiles(dir);
     const before = (await Deno.stat(segment!)).size;
@@ -71,7 +63,7 @@ Deno.test("directory: a torn tail frame is truncated at open and never served", 
 });
 
 Deno.test("directory: a complete frame with a bad checksum is treated as torn", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     await appendN(dir, 3);
     const [segment] = await segmentFiles(dir);
     const bytes = await Deno.readFile(segment!);
@@ -91,7 +83,7 @@ Deno.test("directory: a complete frame with a bad checksum is treated as torn", 
 });
 
 Deno.test("directory: segments roll and an empty last segment from a crashed roll is harmless", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const ledger = new Ledger(await DirectoryBackend.open(dir, { segmentBytes: 256 }));
     const track = (await ledger.track(PATH, true))!;
     for (let i = 0; i < 40; i++) await track.append({ payload: `{"i":${i}}` });
@@ -114,7 +106,7 @@ Deno.test("directory: segments roll and an empty last segment from a crashed rol
 });
 
 Deno.test("directory: a crash during track creation leaves no half-made track", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     await appendN(dir, 1);
     await Deno.mkdir(`${dir}/tracks/.tmp-crashed`);
     const backend = await DirectoryBackend.open(dir);
@@ -125,7 +117,7 @@ Deno.test("directory: a crash during track creation leaves no half-made track", 
 });
 
 Deno.test("directory: file: URIs, relative and absolute, open a directory backend", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const absolute = await openBackend(parseLedgerUri(`file://${dir}/abs`));
     assert.equal(absolute.name, "directory");
     await (await absolute.openTrack(PATH, true))!.append([
@@ -167,7 +159,7 @@ Deno.test("ledger location: a table that is not an identifier is a startup error
 });
 
 Deno.test("directory: opening, latest and recent pages never read older segments", async () => {
-  await withDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const ledger = new Ledger(await DirectoryBackend.open(dir, { segmentBytes: 512 }));
     const track = (await ledger.track(PATH, true))!;
     for (let i = 0; i < 60; i++) await track.append({ payload: `{"i":${i}}` });

@@ -1,5 +1,4 @@
 /** Test helper: a native QUIC listener and a client session talking to it. */
-import { testCert } from "../support/moq.ts";
 import {
   accept,
   connect,
@@ -9,15 +8,14 @@ import {
 } from "../../src/moq/mod.ts";
 import { connectQuicSession, listenQuic } from "../../src/transport/quic.ts";
 import type { Session } from "../../src/transport/session.ts";
-
-export { testCert } from "../support/moq.ts";
+import { testCertificate } from "../support/certs.ts";
 
 /** A connected pair of QUIC sessions (client dials `path`). */
 export async function quicPair(
   alpn: string,
   path = "/",
 ): Promise<{ client: Session; server: Session; stop: () => Promise<void> }> {
-  const cert = await testCert();
+  const cert = await testCertificate();
   const listener = listenQuic({ cert: cert.certPem, key: cert.keyPem, alpn: [alpn] });
   const it = listener[Symbol.asyncIterator]();
   const serverP = it.next();
@@ -57,7 +55,7 @@ export async function ourFeedServer(version: string): Promise<{
   url: URL;
   stop: () => void;
 }> {
-  const cert = await testCert();
+  const cert = await testCertificate();
   const listener = listenQuic({ cert: cert.certPem, key: cert.keyPem, alpn: [version] });
   const producer = new TrackProducer({ cache: 8 });
   const ours = (async () => {
@@ -85,7 +83,7 @@ export async function theirFeedServer<T>(
   acceptTheirs: (conn: Deno.QuicConn, url: URL) => Promise<T>,
   pathAndQuery = "/",
 ): Promise<{ producer: TrackProducer; ours: MoqSession; theirs: T; stop: () => void }> {
-  const cert = await testCert();
+  const cert = await testCertificate();
   const endpoint = new Deno.QuicEndpoint({ hostname: "127.0.0.1", port: 0 });
   const listener = endpoint.listen({
     cert: cert.certPem,

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import * as Lite from "@moq/lite";
 import type { MoqSession, TrackProducer } from "../../src/moq/mod.ts";
 import { seeAnnounced } from "../support/moq.ts";
+import { quiet } from "../support/quiet.ts";
 import { ourFeedServer, theirFeedServer } from "./_pair.ts";
 
 const GROUPS = 1000;
@@ -14,14 +15,6 @@ const enc = new TextEncoder();
 const dec = new TextDecoder();
 
 type LiteConn = Awaited<ReturnType<typeof Lite.Connection.connect>>;
-
-function quiet(): () => void {
-  const debug = console.debug;
-  console.debug = () => {};
-  return () => {
-    console.debug = debug;
-  };
-}
 
 async function weServeThem(ours: MoqSession, producer: TrackProducer, theirs: LiteConn) {
   ours.announce("sluice/feed");
@@ -88,7 +81,7 @@ async function theyServeUs(ours: MoqSession, theirs: LiteConn) {
 }
 
 Deno.test("@moq/lite moq-lite-04: their client ⇄ our server", async () => {
-  using _ = { [Symbol.dispose]: quiet() };
+  using _ = quiet();
   const server = await ourFeedServer(VERSION);
   const theirs = await Lite.Connection.connect(server.url, {
     transport: server.quic as unknown as WebTransport,
@@ -103,7 +96,7 @@ Deno.test("@moq/lite moq-lite-04: their client ⇄ our server", async () => {
 });
 
 Deno.test("@moq/lite moq-lite-04: our client ⇄ their server", async () => {
-  using _ = { [Symbol.dispose]: quiet() };
+  using _ = quiet();
   const { producer, ours, theirs, stop } = await theirFeedServer(
     VERSION,
     (conn, url) => Lite.Connection.accept(conn as unknown as WebTransport, url),

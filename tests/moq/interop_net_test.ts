@@ -7,18 +7,11 @@ import assert from "node:assert/strict";
 import * as Net from "@moq/net";
 import type { MoqSession, TrackProducer } from "../../src/moq/mod.ts";
 import { seeAnnounced } from "../support/moq.ts";
+import { quiet } from "../support/quiet.ts";
 import { ourFeedServer, theirFeedServer } from "./_pair.ts";
 
 const GROUPS = 1000;
 
-/** The peer libraries log every request with console.debug; keep test output readable. */
-function quiet(): () => void {
-  const debug = console.debug;
-  console.debug = () => {};
-  return () => {
-    console.debug = debug;
-  };
-}
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
@@ -98,7 +91,7 @@ async function theyServeUs(ours: MoqSession, theirs: NetConn) {
 
 for (const version of ["moq-lite-05", "moq-lite-04"]) {
   Deno.test(`@moq/net ${version}: their client ⇄ our server`, async () => {
-    using _ = { [Symbol.dispose]: quiet() };
+    using _ = quiet();
     const server = await ourFeedServer(version);
     const theirs = await Net.Connection.connect(server.url, {
       transport: server.quic as unknown as WebTransport,
@@ -114,7 +107,7 @@ for (const version of ["moq-lite-05", "moq-lite-04"]) {
   });
 
   Deno.test(`@moq/net ${version}: our client ⇄ their server`, async () => {
-    using _ = { [Symbol.dispose]: quiet() };
+    using _ = quiet();
     const { producer, ours, theirs, stop } = await theirFeedServer(
       version,
       (conn, url) => Net.Connection.accept(conn as unknown as WebTransport, url),

@@ -3,11 +3,11 @@ import assert from "node:assert/strict";
 import { accept, connect, type MoqSession, TrackProducer, VERSIONS } from "../../src/moq/mod.ts";
 import { listen } from "../../src/transport/listener.ts";
 import { connectWebTransport } from "../../src/transport/webtransport/mod.ts";
-import { testCert } from "./_pair.ts";
+import { testCertificate } from "../support/certs.ts";
 
 for (const version of ["moq-lite-05", "moq-lite-04"]) {
   Deno.test(`${version} over WebTransport: url from CONNECT, subscribe and announce`, async () => {
-    const cert = await testCert();
+    const cert = await testCertificate();
     const track = new TrackProducer();
     let resolveServer!: (m: MoqSession) => void;
     const serverP = new Promise<MoqSession>((r) => resolveServer = r);

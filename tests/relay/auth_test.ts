@@ -6,12 +6,16 @@ import {
   WebTransportRefusedError,
 } from "../../src/transport/webtransport/mod.ts";
 import { families, sampleValue } from "../metrics/exposition.ts";
-import { devCert, dialOurs, quiet, seeAnnounced, startTestRelay, until } from "./_relay.ts";
+import { testCertificate } from "../support/certs.ts";
+import { dialOurs, seeAnnounced } from "../support/moq.ts";
+import { quiet } from "../support/quiet.ts";
+import { until } from "../support/wait.ts";
+import { startTestRelay } from "./_relay.ts";
 
 const enc = new TextEncoder();
 
 async function wt(port: number, pathAndQuery: string, origin?: string) {
-  const c = await devCert();
+  const c = await testCertificate();
   return connectWebTransport(new URL(`https://localhost:${port}${pathAndQuery}`), {
     protocols: VERSIONS,
     serverCertificateHashes: [c.sha256],

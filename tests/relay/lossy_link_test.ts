@@ -7,7 +7,9 @@ import * as Net from "@moq/net";
 import { TrackProducer } from "../../src/moq/mod.ts";
 import { assertExactlyOnce, report, subscriberPair } from "../support/delivery.ts";
 import { type LinkShape, startUdpProxy } from "../support/udp_proxy.ts";
-import { dialNet, dialOurs, quiet, startTestRelay, type TestRelay } from "./_relay.ts";
+import { dialNet, dialOurs } from "../support/moq.ts";
+import { quiet } from "../support/quiet.ts";
+import { startTestRelay, type TestRelay } from "./_relay.ts";
 
 const GROUPS = 300;
 const LOSSY: LinkShape = { loss: 0.05, delayMs: 50, jitterMs: 5, reorder: 0.02 };

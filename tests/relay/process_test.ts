@@ -5,7 +5,8 @@ import { connect, VERSIONS } from "../../src/moq/mod.ts";
 import { connectQuicSession } from "../../src/transport/quic.ts";
 import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
 import { spawnRelay } from "../support/relay_process.ts";
-import { devCert, until } from "./_relay.ts";
+import { testCertificate, testCertificateFiles } from "../support/certs.ts";
+import { until } from "../support/wait.ts";
 
 /** The relay answers /health over HTTPS and a MoQ session over native QUIC on `port`. */
 async function assertServes(port: number, http: Deno.HttpClient, sha256: Uint8Array) {
@@ -21,15 +22,13 @@ async function assertServes(port: number, http: Deno.HttpClient, sha256: Uint8Ar
 }
 
 Deno.test("sluice relay runs from the environment, applies RELAY_SEMI_SPACE_MB and stops on SIGTERM", async () => {
-  const dir = await Deno.makeTempDir();
-  const c = await devCert();
-  await Deno.writeTextFile(`${dir}/cert.pem`, c.certPem);
-  await Deno.writeTextFile(`${dir}/key.pem`, c.keyPem);
+  const { dir, cert, key } = await testCertificateFiles();
+  const c = await testCertificate();
   const port = freeUdpTcpPort();
   const p = spawnRelay({
     RELAY_ADDR: `127.0.0.1:${port}`,
-    CERT_FILE: `${dir}/cert.pem`,
-    KEY_FILE: `${dir}/key.pem`,
+    CERT_FILE: cert,
+    KEY_FILE: key,
     RELAY_SEMI_SPACE_MB: "16",
     GROUP_CACHE_SIZE: "4",
   }, dir);
@@ -54,14 +53,12 @@ Deno.test("sluice relay runs from the environment, applies RELAY_SEMI_SPACE_MB a
 });
 
 Deno.test("sluice relay with RELAY_ADDR port 0 serves UDP and TCP on one picked port and prints it", async () => {
-  const dir = await Deno.makeTempDir();
-  const c = await devCert();
-  await Deno.writeTextFile(`${dir}/cert.pem`, c.certPem);
-  await Deno.writeTextFile(`${dir}/key.pem`, c.keyPem);
+  const { dir, cert, key } = await testCertificateFiles();
+  const c = await testCertificate();
   const p = spawnRelay({
     RELAY_ADDR: "127.0.0.1:0",
-    CERT_FILE: `${dir}/cert.pem`,
-    KEY_FILE: `${dir}/key.pem`,
+    CERT_FILE: cert,
+    KEY_FILE: key,
   }, dir);
   const http = Deno.createHttpClient({ caCerts: [c.certPem] });
   try {

@@ -4,17 +4,12 @@ import assert from "node:assert/strict";
 import * as Net from "@moq/net";
 import { connect, TrackProducer, VERSIONS } from "../../src/moq/mod.ts";
 import { connectWebTransport } from "../../src/transport/webtransport/mod.ts";
-import type { Session } from "../../src/transport/mod.ts";
 import { families, histogramSeries, sampleValue } from "../metrics/exposition.ts";
-import {
-  devCert,
-  dialNet,
-  dialOurs,
-  quiet,
-  seeAnnounced,
-  startTestRelay,
-  until,
-} from "./_relay.ts";
+import { testCertificate } from "../support/certs.ts";
+import { dialNet, dialOurs, seeAnnounced, stallable } from "../support/moq.ts";
+import { quiet } from "../support/quiet.ts";
+import { until } from "../support/wait.ts";
+import { startTestRelay } from "./_relay.ts";
 import { SPEC_METRICS } from "./spec_metrics.ts";
 
 const enc = new TextEncoder();
@@ -41,7 +36,7 @@ Deno.test("relay fans one track out to our clients and @moq/net, sharing one ups
   for (const s of subs) await seeAnnounced(s, "room/1");
   const ourSubs = subs.map((s) => s.subscribe("room/1", "chat"));
   await Promise.all(ourSubs.map((s) => s.ready));
-  const net = await dialNet(t.port, "moq-lite-05");
+  const net = await dialNet(t.port, { version: "moq-lite-05" });
   const netSub = net.consume(Net.Path.from("room/1")).track("chat").subscribe({ priority: 1 });
 
   // Each group is written once every subscriber has the previous one.
@@ -185,58 +180,16 @@ Deno.test("a late joiner starts at the latest group; publisher gone ends the bro
   await t.stop();
 });
 
-/** Wraps a session so that the test decides when peer-opened uni streams are accepted. */
-function gatedUni(session: Session): { session: Session; hold(): void; release(): void } {
-  let gate: Promise<void> | undefined;
-  let open: () => void = () => {};
-  const wrapped: Session = {
-    get transport() {
-      return session.transport;
-    },
-    get protocol() {
-      return session.protocol;
-    },
-    get url() {
-      return session.url;
-    },
-    get remote() {
-      return session.remote;
-    },
-    get closed() {
-      return session.closed;
-    },
-    openBidi: (o) => session.openBidi(o),
-    openUni: (o) => session.openUni(o),
-    acceptBidi: () => session.acceptBidi(),
-    acceptUni: async () => {
-      while (gate) await gate;
-      return session.acceptUni();
-    },
-    translateError: (err) => session.translateError(err),
-    close: (code, reason) => session.close(code, reason),
-  };
-  return {
-    session: wrapped,
-    hold: () => {
-      gate = new Promise((r) => (open = r));
-    },
-    release: () => {
-      gate = undefined;
-      open();
-    },
-  };
-}
-
 Deno.test("a slow subscriber is skipped forward without slowing a fast one", async () => {
   using _q = quiet();
   const t = await startTestRelay({ cacheSize: 4 });
   const pub = await publisher(t.port, "live/b", "t");
   const fast = await dialOurs(t.port);
-  let gate!: ReturnType<typeof gatedUni>;
+  let gate!: ReturnType<typeof stallable>;
   // Few concurrent uni streams: a reader that stops accepting them stalls the relay's sends.
   const slow = await dialOurs(t.port, {
     maxUni: 2,
-    wrap: (s) => (gate = gatedUni(s)).session,
+    wrap: (s) => (gate = stallable(s)).session,
   });
   await seeAnnounced(fast, "live/b");
   const fs = fast.subscribe("live/b", "t");
@@ -270,13 +223,13 @@ Deno.test("WebTransport and QUIC sessions share a track; session RTT is measured
   using _q = quiet();
   const t = await startTestRelay({ rttIntervalMs: 20 });
   const pub = await publisher(t.port, "mix/1", "t");
-  const c = await devCert();
+  const c = await testCertificate();
   const wtSession = await connectWebTransport(new URL(`https://localhost:${t.port}/`), {
     protocols: VERSIONS,
     serverCertificateHashes: [c.sha256],
   });
   const viaWt = await connect(wtSession);
-  const net = await dialNet(t.port, "moq-lite-04");
+  const net = await dialNet(t.port, { version: "moq-lite-04" });
   await seeAnnounced(viaWt, "mix/1");
   const sub = viaWt.subscribe("mix/1", "t");
   await sub.ready;

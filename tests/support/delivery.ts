@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import * as Net from "@moq/net";
 import type { Subscription } from "../../src/moq/mod.ts";
-import { dialNet, dialOurs, seeAnnounced } from "../relay/_relay.ts";
+import { dialNet, dialOurs, seeAnnounced } from "./moq.ts";
 import type { UdpProxy } from "./udp_proxy.ts";
 
 const decoder = new TextDecoder();

@@ -4,6 +4,7 @@
 // direction has its own shape: a share of datagrams dropped, a one-way delay
 // with jitter, and a share held back long enough for later ones to overtake.
 // Decisions come from a seeded generator, so a failing run can be replayed.
+import { seededRandom } from "./random.ts";
 
 /** How one direction of the link treats datagrams. */
 export interface LinkShape {
@@ -59,25 +60,13 @@ export interface UdpProxy {
   close(): Promise<void>;
 }
 
-/** A small seeded generator (mulberry32): reproducible decisions per seed. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function emptyCounts(): LinkCounts {
   return { received: 0, dropped: 0, reordered: 0, forwarded: 0 };
 }
 
 /** Starts a proxy on 127.0.0.1 (a free UDP port) in front of `targetHost:targetPort`. */
 export function startUdpProxy(options: UdpProxyOptions): UdpProxy {
-  const random = seeded(options.seed ?? 1);
+  const random = seededRandom(options.seed ?? 1);
   const shapes = { toTarget: options.toTarget ?? {}, toClient: options.toClient ?? {} };
   const counts = { toTarget: emptyCounts(), toClient: emptyCounts() };
   const target: Deno.NetAddr = {

@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { generateDevCertificate } from "../../src/certs/mod.ts";
 import {
   connectQuicSession,
   listenQuic,
@@ -7,8 +6,9 @@ import {
   quicSession,
 } from "../../src/transport/quic.ts";
 import { VERSIONS } from "../../src/moq/mod.ts";
+import { testCertificate } from "../support/certs.ts";
 
-const cert = await generateDevCertificate();
+const cert = await testCertificate();
 const pin = {
   alpn: VERSIONS,
   serverCertificateHashes: [{ algorithm: "sha-256" as const, value: cert.sha256 }],

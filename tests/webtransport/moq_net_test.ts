@@ -9,19 +9,13 @@ import { accept, connect, type MoqSession, TrackProducer, VERSIONS } from "../..
 import { asWebTransport, connectWebTransport } from "../../src/transport/webtransport/mod.ts";
 import { chromiumMissing, launchChromium } from "../support/chromium.ts";
 import { seeAnnounced } from "../support/moq.ts";
+import { quiet } from "../support/quiet.ts";
 import { startServer } from "./_helpers.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 const GROUPS = 200;
 const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
-
-/** @moq/net logs every request with console.debug; keep test output readable. */
-function quiet(): Disposable {
-  const debug = console.debug;
-  console.debug = () => {};
-  return { [Symbol.dispose]: () => void (console.debug = debug) };
-}
 
 type NetConn = Awaited<ReturnType<typeof Net.Connection.connect>>;
 
