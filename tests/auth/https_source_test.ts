@@ -2,6 +2,7 @@
 // throwaway CA made by openssl, the production https-only check left on.
 import assert from "node:assert/strict";
 import { createVerifier, keySourceFrom } from "../../src/auth/mod.ts";
+import { ignoreWithout } from "../support/requires.ts";
 import { claims, keySetText, makeKey, NOW_MS, signWith } from "./helpers.ts";
 
 async function haveOpenssl(): Promise<boolean> {
@@ -14,10 +15,8 @@ async function haveOpenssl(): Promise<boolean> {
   }
 }
 
-const opensslPresent = await haveOpenssl();
-if (!opensslPresent) {
-  console.warn("SKIP https key source test: openssl not found to make a test CA");
-}
+const opensslMissing = await haveOpenssl() ? undefined : "openssl not found to make a test CA";
+if (opensslMissing) console.warn(`SKIP https key source test: ${opensslMissing}`);
 
 async function openssl(dir: string, args: string[]): Promise<void> {
   const result = await new Deno.Command("openssl", {
@@ -86,7 +85,7 @@ async function makeCertificates(dir: string): Promise<{ ca: string; cert: string
 
 Deno.test({
   name: "an https key set URL is fetched over TLS with the bearer token and revalidated",
-  ignore: !opensslPresent,
+  ignore: ignoreWithout("OpenSSL", opensslMissing),
   async fn() {
     const dir = await Deno.makeTempDir({ prefix: "sluice-auth-tls-" });
     const { ca, cert, key } = await makeCertificates(dir);

@@ -9,6 +9,7 @@ import {
   trackKey,
   type TrackPath,
 } from "../../src/ledger/mod.ts";
+import { ignoreWithout } from "../support/requires.ts";
 import { type BackendHarness, type BackendInstance, HARNESSES } from "./harness.ts";
 
 /** A clock that advances one microsecond per reading, starting at a large exact value. */
@@ -36,10 +37,11 @@ function conformance(
   name: string,
   body: (instance: BackendInstance) => Promise<void>,
 ): void {
-  if (harness.skip) console.warn(`SKIP ${harness.name} ledger conformance: ${harness.skip}`);
+  const needs = harness.needs;
+  if (needs?.missing) console.warn(`SKIP ${harness.name} ledger conformance: ${needs.missing}`);
   Deno.test({
     name: `ledger ${harness.name}: ${name}`,
-    ignore: harness.skip !== undefined,
+    ignore: needs ? ignoreWithout(needs.service, needs.missing) : false,
     async fn() {
       const instance = await harness.setup();
       try {

@@ -3,8 +3,9 @@
 import assert from "node:assert/strict";
 import { Ledger, type LedgerEntry, openBackend, parseLedgerUri } from "../../src/ledger/mod.ts";
 import type { StoreCredentials } from "../../src/ledger/mod.ts";
-import { dropTable, findPostgres, freshTableName } from "../support/postgres.ts";
+import { dropTable, findPostgres, freshTableName, postgresMissing } from "../support/postgres.ts";
 import { seededRandom } from "../support/random.ts";
+import { ignoreWithout } from "../support/requires.ts";
 import { startS3rver } from "../support/s3rver.ts";
 import { withTempDir } from "../support/temp_dir.ts";
 
@@ -112,7 +113,7 @@ export async function crashTestsPerBackend(
   });
   Deno.test({
     name: names.postgres,
-    ignore: pgUrl === undefined,
+    ignore: ignoreWithout("PostgreSQL", postgresMissing(pgUrl)),
     async fn() {
       const table = freshTableName();
       try {

@@ -5,7 +5,8 @@ import { loadFunnelConfig } from "../../src/config/funnel.ts";
 import { startFunnel } from "../../src/funnel/mod.ts";
 import { type LedgerBackend, PostgresBackend, S3Backend } from "../../src/ledger/mod.ts";
 import { silentLogger } from "../../src/log/mod.ts";
-import { dropTable, findPostgres, freshTableName } from "../support/postgres.ts";
+import { dropTable, findPostgres, freshTableName, postgresMissing } from "../support/postgres.ts";
+import { ignoreWithout } from "../support/requires.ts";
 import { startS3rver } from "../support/s3rver.ts";
 import { startTcpProxy, type TcpProxy } from "../support/tcp_proxy.ts";
 
@@ -59,7 +60,7 @@ async function outage(proxy: TcpProxy, backend: LedgerBackend): Promise<void> {
 
 Deno.test({
   name: "funnel over PostgreSQL: database away answers 503, then recovers by itself",
-  ignore: pgUrl === undefined,
+  ignore: ignoreWithout("PostgreSQL", postgresMissing(pgUrl)),
   async fn() {
     const target = new URL(pgUrl!);
     const proxy = startTcpProxy(target.hostname, Number(target.port || 5432));

@@ -6,7 +6,14 @@ import {
   PostgresBackend,
   S3Backend,
 } from "../../src/ledger/mod.ts";
-import { dropTable, findPostgres, freshTableName, withSql } from "../support/postgres.ts";
+import {
+  dropTable,
+  findPostgres,
+  freshTableName,
+  postgresMissing,
+  withSql,
+} from "../support/postgres.ts";
+import type { Service } from "../support/requires.ts";
 import { startS3rver } from "../support/s3rver.ts";
 
 /** One backend's storage for a test: open it as often as needed, inspect its raw bytes. */
@@ -26,8 +33,8 @@ export interface BackendInstance {
 /** A backend under test. */
 export interface BackendHarness {
   readonly name: string;
-  /** Why it is skipped, when it is. */
-  readonly skip?: string;
+  /** The outside service it needs, and why that is missing (undefined when it is there). */
+  readonly needs?: { readonly service: Service; readonly missing: string | undefined };
   setup(): Promise<BackendInstance>;
 }
 
@@ -107,7 +114,7 @@ export const HARNESSES: readonly BackendHarness[] = [
   },
   {
     name: "postgres",
-    ...(pgUrl ? {} : { skip: "no PostgreSQL reachable" }),
+    needs: { service: "PostgreSQL", missing: postgresMissing(pgUrl) },
     setup(): Promise<BackendInstance> {
       const url = pgUrl!;
       const table = freshTableName();

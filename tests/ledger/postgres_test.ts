@@ -1,13 +1,14 @@
 // PostgreSQL specifics: the table name is quoted as an identifier, values are parameters.
 import assert from "node:assert/strict";
 import { Ledger, openBackend, parseLedgerUri, type TrackPath } from "../../src/ledger/mod.ts";
-import { dropTable, findPostgres, withSql } from "../support/postgres.ts";
+import { dropTable, findPostgres, postgresMissing, withSql } from "../support/postgres.ts";
+import { ignoreWithout } from "../support/requires.ts";
 
 const pgUrl = await findPostgres();
 
 Deno.test({
   name: "ledger postgres: ?table= names the table exactly, and values never become SQL",
-  ignore: pgUrl === undefined,
+  ignore: ignoreWithout("PostgreSQL", postgresMissing(pgUrl)),
   async fn() {
     // Mixed case only survives when the name is quoted as an identifier everywhere.
     const table = `Ledger_${crypto.randomUUID().replaceAll("-", "").slice(0, 8)}`;

@@ -8,7 +8,8 @@ import {
   S3Backend,
   type TrackPath,
 } from "../../src/ledger/mod.ts";
-import { dropTable, findPostgres, freshTableName } from "../support/postgres.ts";
+import { dropTable, findPostgres, freshTableName, postgresMissing } from "../support/postgres.ts";
+import { ignoreWithout } from "../support/requires.ts";
 import { startS3rver } from "../support/s3rver.ts";
 import { startTcpProxy, type TcpProxy } from "../support/tcp_proxy.ts";
 
@@ -43,7 +44,7 @@ async function outageAndRecovery(proxy: TcpProxy, backend: LedgerBackend): Promi
 
 Deno.test({
   name: "ledger postgres: server away is unavailable, and it recovers when it returns",
-  ignore: pgUrl === undefined,
+  ignore: ignoreWithout("PostgreSQL", postgresMissing(pgUrl)),
   async fn() {
     const target = new URL(pgUrl!);
     const proxy = startTcpProxy(target.hostname, Number(target.port || 5432));

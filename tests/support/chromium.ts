@@ -1,12 +1,13 @@
 /**
  * Headless Chromium for browser tests: Debian's `/usr/bin/chromium` driven by
- * `playwright-core` (no browser download). Tests import `chromiumMissing` to
- * skip with a printed note when Chromium is not installed (`.ci/run` installs
- * it on fresh machines), and share one browser per test file.
+ * `playwright-core` (no browser download). Tests pass `chromiumMissing` to
+ * `ignoreWithout` (./requires.ts): they skip with a printed note when Chromium
+ * is not installed, and fail the run instead with CI=true (`.ci/run` installs
+ * it on fresh machines). They share one browser per test file.
  *
  * @example
  * ```ts
- * Deno.test({ name: "in the browser", ignore: chromiumMissing, fn: async () => {
+ * Deno.test({ name: "in the browser", ignore: ignoreWithout("Chromium", chromiumMissing), fn: async () => {
  *   const browser = await launchChromium();
  *   try {
  *     const page = await browser.context.newPage();
@@ -31,9 +32,14 @@ function installed(): boolean {
   }
 }
 
-/** True when Chromium is not installed; a note saying the browser tests skip is printed once. */
-export const chromiumMissing: boolean = !installed();
-if (chromiumMissing) {
+/**
+ * Why the browser tests cannot run (undefined when Chromium is installed); a
+ * note saying they skip is printed once.
+ */
+export const chromiumMissing: string | undefined = installed()
+  ? undefined
+  : `${CHROMIUM_PATH} not found`;
+if (chromiumMissing !== undefined) {
   console.warn(
     `NOTE: ${CHROMIUM_PATH} not found: browser tests are SKIPPED (apt-get install -y chromium to run them)`,
   );
@@ -60,7 +66,9 @@ export interface TestBrowser {
 
 /** Launches headless Chromium with a fresh `--user-data-dir`. */
 export async function launchChromium(extraArgs: readonly string[] = []): Promise<TestBrowser> {
-  if (chromiumMissing) throw new Error(`Chromium is not installed at ${CHROMIUM_PATH}`);
+  if (chromiumMissing !== undefined) {
+    throw new Error(`Chromium is not installed at ${CHROMIUM_PATH}`);
+  }
   const profile = await Deno.makeTempDir({ prefix: "sluice-chromium-" });
   // launchPersistentContext passes the profile as --user-data-dir.
   const context = await playwright.launchPersistentContext(profile, {

@@ -8,7 +8,7 @@ export const DEFAULT_TEST_PG_URL = "postgres://postgres@127.0.0.1:5432/test";
  * why the PostgreSQL tests skip) when none answers.
  */
 export async function findPostgres(): Promise<string | undefined> {
-  const url = Deno.env.get("SLUICE_TEST_PG_URL") ?? DEFAULT_TEST_PG_URL;
+  const url = testPgUrl();
   const sql = postgres(url, { max: 1, connect_timeout: 3, onnotice: () => {} });
   try {
     await sql`select 1`;
@@ -23,6 +23,15 @@ export async function findPostgres(): Promise<string | undefined> {
   } finally {
     await sql.end({ timeout: 1 });
   }
+}
+
+/** Why the PostgreSQL tests skip: undefined when {@linkcode findPostgres} found `url`. */
+export function postgresMissing(url: string | undefined): string | undefined {
+  return url === undefined ? `no server answers at ${testPgUrl()}` : undefined;
+}
+
+function testPgUrl(): string {
+  return Deno.env.get("SLUICE_TEST_PG_URL") ?? DEFAULT_TEST_PG_URL;
 }
 
 /** A table name no other test run uses. */

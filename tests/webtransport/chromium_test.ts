@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { chromiumMissing, launchChromium } from "../support/chromium.ts";
+import { ignoreWithout } from "../support/requires.ts";
 import { WebTransportStreamError } from "../../src/transport/webtransport/mod.ts";
 import { readText, startServer, writeText } from "./_helpers.ts";
 
@@ -19,7 +20,7 @@ interface BrowserResult {
 Deno.test({
   name:
     "Chromium WebTransport ⇄ our server: WT-Protocol, streams with FIN both ways, close codes, refusals",
-  ignore: chromiumMissing,
+  ignore: ignoreWithout("Chromium", chromiumMissing),
   sanitizeOps: false, // playwright's driver keeps internal timers and pipes between steps
   sanitizeResources: false,
   fn: async (t) => {

@@ -10,6 +10,7 @@ import { asWebTransport, connectWebTransport } from "../../src/transport/webtran
 import { chromiumMissing, launchChromium } from "../support/chromium.ts";
 import { seeAnnounced } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
+import { ignoreWithout } from "../support/requires.ts";
 import { startServer } from "./_helpers.ts";
 
 const enc = new TextEncoder();
@@ -139,7 +140,7 @@ Deno.test("our moq client (over our WT client) ⇄ @moq/net server (over our WT 
 
 Deno.test({
   name: "@moq/net in Chromium publishes and subscribes through our WebTransport server",
-  ignore: chromiumMissing,
+  ignore: ignoreWithout("Chromium", chromiumMissing),
   sanitizeOps: false, // playwright's driver keeps internal timers and pipes
   sanitizeResources: false,
   fn: async () => {
