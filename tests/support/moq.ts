@@ -8,9 +8,6 @@ import { connectQuicSession } from "../../src/transport/quic.ts";
 import { asWebTransport, connectWebTransport } from "../../src/transport/webtransport/mod.ts";
 import { testCertificate } from "./certs.ts";
 
-// Until the WebTransport helpers import ./certs.ts themselves.
-export { testCertificate as testCert } from "./certs.ts";
-
 /** Dials a MoQ endpoint on localhost with our client: native QUIC (`alpn`) or WebTransport. */
 export async function dialOurs(
   port: number,

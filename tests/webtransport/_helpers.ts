@@ -1,12 +1,10 @@
 import type { DevCertificate } from "../../src/certs/mod.ts";
-import { testCert as testCertificate } from "../support/moq.ts";
 import { concatBytes, DropOldestQueue } from "../../src/wire/mod.ts";
 import { listen, type Listener, type ListenOptions } from "../../src/transport/listener.ts";
 import type { Session } from "../../src/transport/session.ts";
 import type { WebTransportRequest } from "../../src/transport/webtransport/mod.ts";
 import { VERSIONS } from "../../src/moq/mod.ts";
-
-export { testCert as testCertificate } from "../support/moq.ts";
+import { testCertificate } from "../support/certs.ts";
 
 /** A listener on 127.0.0.1:0 whose sessions and admission requests are queued for the test. */
 export interface TestServer {
