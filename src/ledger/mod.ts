@@ -25,5 +25,7 @@ export * from "./memory.ts";
 export * from "./location.ts";
 export * from "./open.ts";
 export * from "./directory.ts";
-export * from "./postgres.ts";
-export * from "./s3.ts";
+// Types only: the PostgreSQL and S3 drivers load when openBackend opens such a
+// ledger, so importing this module does not load them.
+export type { PostgresBackend, PostgresOptions } from "./postgres.ts";
+export type { S3Backend, S3Options } from "./s3.ts";

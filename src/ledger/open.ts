@@ -2,8 +2,6 @@ import type { LedgerBackend } from "./backend.ts";
 import { DirectoryBackend } from "./directory.ts";
 import type { LedgerLocation } from "./location.ts";
 import { MemoryBackend } from "./memory.ts";
-import { PostgresBackend } from "./postgres.ts";
-import { S3Backend } from "./s3.ts";
 
 /** Object-store credentials (from STORE_ACCESS_KEY_ID and friends, read by config). */
 export interface StoreCredentials {
@@ -35,9 +33,15 @@ export async function openBackend(
       return new MemoryBackend();
     case "directory":
       return await DirectoryBackend.open(location.dir);
-    case "postgres":
+    case "postgres": {
+      // Loaded here, not at the top, so a program that never uses PostgreSQL
+      // never loads its driver.
+      const { PostgresBackend } = await import("./postgres.ts");
       return await PostgresBackend.open(location.url, location.table);
-    case "s3":
+    }
+    case "s3": {
+      // The AWS SDK is large: loaded only when an S3 ledger is opened.
+      const { S3Backend } = await import("./s3.ts");
       return await S3Backend.open({
         bucket: location.bucket,
         prefix: location.prefix,
@@ -45,5 +49,6 @@ export async function openBackend(
         ...(location.endpoint === undefined ? {} : { endpoint: location.endpoint }),
         ...(credentials === undefined ? {} : { credentials }),
       });
+    }
   }
 }

@@ -3,7 +3,9 @@
 import assert from "node:assert/strict";
 import { loadFunnelConfig } from "../../src/config/funnel.ts";
 import { startFunnel } from "../../src/funnel/mod.ts";
-import { type LedgerBackend, PostgresBackend, S3Backend } from "../../src/ledger/mod.ts";
+import type { LedgerBackend } from "../../src/ledger/mod.ts";
+import { PostgresBackend } from "../../src/ledger/postgres.ts";
+import { S3Backend } from "../../src/ledger/s3.ts";
 import { silentLogger } from "../../src/log/mod.ts";
 import { dropTable, findPostgres, freshTableName, postgresMissing } from "../support/postgres.ts";
 import { ignoreWithout } from "../support/requires.ts";

@@ -1,11 +1,7 @@
 import { ListObjectsV2Command } from "@aws-sdk/client-s3";
-import {
-  DirectoryBackend,
-  type LedgerBackend,
-  MemoryBackend,
-  PostgresBackend,
-  S3Backend,
-} from "../../src/ledger/mod.ts";
+import { DirectoryBackend, type LedgerBackend, MemoryBackend } from "../../src/ledger/mod.ts";
+import { PostgresBackend } from "../../src/ledger/postgres.ts";
+import { S3Backend } from "../../src/ledger/s3.ts";
 import {
   dropTable,
   findPostgres,

@@ -1,7 +1,8 @@
 // S3 backend specifics: an upload cut short by a dying writer is never served.
 import assert from "node:assert/strict";
 import { ListObjectsV2Command, PutObjectCommand } from "@aws-sdk/client-s3";
-import { Ledger, S3Backend, type TrackPath } from "../../src/ledger/mod.ts";
+import { Ledger, type TrackPath } from "../../src/ledger/mod.ts";
+import { S3Backend } from "../../src/ledger/s3.ts";
 import { startS3rver } from "../support/s3rver.ts";
 
 const PATH: TrackPath = { broadcast: ["b"], track: "t" };
