@@ -1,6 +1,5 @@
 import {
   DeleteObjectCommand,
-  GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
@@ -13,6 +12,7 @@ import { crc32 } from "./crc32.ts";
 import type { LedgerEntry } from "./entry.ts";
 import { LedgerError } from "./errors.ts";
 import type { StoreCredentials } from "./open.ts";
+import { getObject, mapLimited, status, translate } from "./s3_requests.ts";
 import { Serial } from "./serial.ts";
 import { decodeStorageName, isHashedName, pathFromKey, trackStorageName } from "./storage_name.ts";
 import { trackKey, type TrackPath } from "./track_path.ts";
@@ -354,57 +354,3 @@ class S3Track implements TrackBackend {
 
 /** Objects fetched at once for one history page. */
 const READ_CONCURRENCY = 16;
-
-async function mapLimited<T, R>(
-  items: readonly T[],
-  limit: number,
-  f: (item: T, index: number) => Promise<R>,
-): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await f(items[i]!, i);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
-
-async function getObject(
-  client: S3Client,
-  bucket: string,
-  key: string,
-): Promise<{ body: Uint8Array; metadata: Record<string, string> } | undefined> {
-  try {
-    const result = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-    const body = result.Body ? await result.Body.transformToByteArray() : new Uint8Array();
-    return { body, metadata: result.Metadata ?? {} };
-  } catch (error) {
-    if (status(error) === 404) return undefined;
-    throw error;
-  }
-}
-
-function status(error: unknown): number | undefined {
-  const code = (error as { $metadata?: { httpStatusCode?: unknown } })?.$metadata?.httpStatusCode;
-  return typeof code === "number" ? code : undefined;
-}
-
-/** Network failures and 5xx answers become `LedgerError("unavailable")`. */
-function translate(error: unknown, message: string): Error {
-  if (error instanceof LedgerError) return error;
-  const code = status(error);
-  if (code === undefined || code >= 500) {
-    return new LedgerError("unavailable", `${message}: the object store is unreachable`, {
-      cause: error,
-    });
-  }
-  const why = code === 404
-    ? "the bucket or object does not exist"
-    : code === 403 || code === 401
-    ? "access denied (check STORE_ACCESS_KEY_ID and STORE_SECRET_ACCESS_KEY)"
-    : `the object store answered ${code}`;
-  return new Error(`${message}: ${why}`, { cause: error });
-}
