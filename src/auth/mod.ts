@@ -55,18 +55,11 @@ export {
   parseVerificationKey,
   type VerificationKey,
 } from "./key_set.ts";
-export {
-  FileKeySource,
-  type FileKeySourceOptions,
-  type KeySource,
-  keySourceFrom,
-  type KeySourceOptions,
-  MemoryKeySource,
-  type PollOptions,
-  type Timers,
-  UrlKeySource,
-  type UrlKeySourceOptions,
-} from "./key_source.ts";
+export { type KeySource, PollingKeySource, type PollOptions, type Timers } from "./key_source.ts";
+export { FileKeySource, type FileKeySourceOptions } from "./file_key_source.ts";
+export { UrlKeySource, type UrlKeySourceOptions } from "./url_key_source.ts";
+export { MemoryKeySource } from "./memory_key_source.ts";
+export { keySourceFrom, type KeySourceOptions } from "./key_source_from.ts";
 export {
   CLOCK_LEEWAY_SECONDS,
   createVerifier,
