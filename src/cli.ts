@@ -26,10 +26,6 @@ const COMMANDS: Record<string, Command> = {
       "Run the MoQ relay (native QUIC and WebTransport; configured by environment variables)",
     run: async () => (await import("./relay/mod.ts")).runRelayCommand(Deno.env.toObject()),
   },
-  loadgen: {
-    summary: "Load-test a relay: N subscriber sessions on one track; latency, loss, memory",
-    run: async (args) => (await import("./relay/loadgen/mod.ts")).runLoadgen(args),
-  },
   doctor: {
     summary: "Print the relay's effective runtime configuration, with reasons (read-only)",
     run: async () => {

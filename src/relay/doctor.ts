@@ -15,14 +15,14 @@ export const DOCTOR_HEADING = "sluice relay: effective runtime configuration";
 export const GC_GUIDANCE: readonly string[] = [
   "DENO_V8_FLAGS and --v8-flags always override RELAY_SEMI_SPACE_MB.",
   "Leave RELAY_SEMI_SPACE_MB unset unless memory is tight. Measured on a 2-core host",
-  "(sluice loadgen, 100 subscribers, 30 groups/s of 1200 B): relay RSS 246 MiB with the V8",
+  "(deno task loadgen, 100 subscribers, 30 groups/s of 1200 B): relay RSS 246 MiB with the V8",
   "default, 202 MiB with RELAY_SEMI_SPACE_MB=1, 298 MiB with 64; relay CPU 12.8%, 14.4% and",
   "13.1% of a core: a larger young generation bought no CPU, a smaller one saves RSS.",
   "Per session the JS heap holds about 45 KiB; most of a session's memory is native",
   "(QUIC connection and stream state, ~235-330 KiB per session measured), which no V8 flag moves.",
   "Do not set --max-old-space-size for this workload: unlike GOMEMLIMIT it is a hard ceiling and",
   "V8 aborts the process when the old generation reaches it; if a container limit forces it,",
-  "leave at least 25% headroom above the RSS sluice loadgen measures for your session count.",
+  "leave at least 25% headroom above the RSS deno task loadgen measures for your session count.",
 ];
 
 /** Options for {@link runDoctor}. */

@@ -1,11 +1,11 @@
 /// <reference lib="deno.worker" />
 // A load-generator worker: holds many subscriber sessions on one track and
 // reports delivery latency and counts to the main thread.
-import { errorText } from "../../errors/mod.ts";
-import { connect, type MoqSession, VERSIONS } from "../../moq/mod.ts";
-import { quicSession } from "../../transport/quic.ts";
-import type { Session } from "../../transport/mod.ts";
-import { connectWebTransport } from "../../transport/webtransport/mod.ts";
+import { errorText } from "../../src/errors/mod.ts";
+import { connect, type MoqSession, VERSIONS } from "../../src/moq/mod.ts";
+import { quicSession } from "../../src/transport/quic.ts";
+import type { Session } from "../../src/transport/mod.ts";
+import { connectWebTransport } from "../../src/transport/webtransport/mod.ts";
 import { LatencyHistogram } from "./latency.ts";
 import { sentAt, type ToWorker, wallNow, type WorkerStart } from "./protocol.ts";
 

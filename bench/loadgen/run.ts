@@ -1,9 +1,9 @@
-import { errorText } from "../../errors/mod.ts";
-import { generateDevCertificate } from "../../certs/mod.ts";
-import { connect, type MoqSession, TrackProducer, VERSIONS } from "../../moq/mod.ts";
-import { connectQuicSession } from "../../transport/quic.ts";
-import { freeUdpTcpPort } from "../../transport/free_port.ts";
-import { ed25519Thumbprint, signToken } from "../../auth/mod.ts";
+import { errorText } from "../../src/errors/mod.ts";
+import { generateDevCertificate } from "../../src/certs/mod.ts";
+import { connect, type MoqSession, TrackProducer, VERSIONS } from "../../src/moq/mod.ts";
+import { connectQuicSession } from "../../src/transport/quic.ts";
+import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
+import { ed25519Thumbprint, signToken } from "../../src/auth/mod.ts";
 import { LatencyHistogram } from "./latency.ts";
 import { type FromWorker, type ToWorker, wallNow, type WorkerReport } from "./protocol.ts";
 
@@ -92,7 +92,7 @@ function bucketQuantile(a: RelayScrape, b: RelayScrape, q: number): { v: number;
   return { v: les[i]! * 1000, count };
 }
 
-const USAGE = `Usage: sluice loadgen [--subscribers N] [--rate GROUPS_PER_S] [--size BYTES]
+const USAGE = `Usage: deno task loadgen [--subscribers N] [--rate GROUPS_PER_S] [--size BYTES]
   [--duration S] [--workers W] [--concurrency C] [--transport quic|webtransport]
   [--relay-env K=V]... [--settle S] [--ramp-timeout S] [--auth] [--json]
 
@@ -269,7 +269,7 @@ export async function loadgen(
   const path = `loadgen/${crypto.randomUUID().slice(0, 8)}`;
   const track = "data";
   const auth = o.auth ? await makeCredentials(dir, path) : undefined;
-  const cli = new URL("../../cli.ts", import.meta.url).pathname;
+  const cli = new URL("../../src/cli.ts", import.meta.url).pathname;
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", cli, "relay"],
     env: {
@@ -491,7 +491,7 @@ export function formatResult(r: LoadgenResult): string {
   ].join("\n");
 }
 
-/** `sluice loadgen [flags]`: runs one load test and prints the result; returns the exit code. */
+/** `deno task loadgen [flags]`: runs one load test and prints the result; returns the exit code. */
 export async function runLoadgen(args: readonly string[]): Promise<number> {
   let o: LoadgenOptions;
   try {
