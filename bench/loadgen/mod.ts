@@ -4,13 +4,6 @@
  *
  * @module
  */
-export {
-  formatResult,
-  loadgen,
-  LoadgenAborted,
-  type LoadgenOptions,
-  type LoadgenResult,
-  parseLoadgenArgs,
-  runLoadgen,
-} from "./run.ts";
+export { type LoadgenOptions, parseLoadgenArgs } from "./args.ts";
+export { formatResult, loadgen, LoadgenAborted, type LoadgenResult, runLoadgen } from "./run.ts";
 export { LatencyHistogram } from "./latency.ts";

@@ -6,34 +6,9 @@ import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
 import { ed25519Thumbprint, signToken } from "../../src/auth/mod.ts";
 import { LatencyHistogram } from "./latency.ts";
 import { type FromWorker, type ToWorker, wallNow, type WorkerReport } from "./protocol.ts";
-
-/** Load generator settings (from the command line). */
-export interface LoadgenOptions {
-  /** Subscriber sessions to hold. */
-  readonly subscribers: number;
-  /** Groups per second published. */
-  readonly rate: number;
-  /** Bytes per group (at least 8: the send time travels in the first 8). */
-  readonly size: number;
-  /** Measurement window, seconds. */
-  readonly duration: number;
-  /** Subscriber worker threads. */
-  readonly workers: number;
-  /** Concurrent dials per worker. */
-  readonly concurrency: number;
-  /** Transport of the subscribers. */
-  readonly transport: "quic" | "webtransport";
-  /** Extra environment for the spawned relay (e.g. DENO_V8_FLAGS). */
-  readonly relayEnv: Record<string, string>;
-  /** Seconds to wait after the sessions are up before measuring. */
-  readonly settle: number;
-  /** Give up ramping when no session came up for this many seconds. */
-  readonly rampTimeout: number;
-  /** Print the result as JSON too. */
-  readonly json: boolean;
-  /** Run the relay with a key set and give every session a credential. */
-  readonly auth: boolean;
-}
+import { type LoadgenOptions, parseLoadgenArgs } from "./args.ts";
+import { cpuTicks, relayPid, rssMib } from "./proc_stats.ts";
+import { bucketQuantile, scrape } from "./relay_scrape.ts";
 
 /** What a run measured. */
 export interface LoadgenResult {
@@ -59,132 +34,6 @@ export interface LoadgenResult {
   relay_warnings: string[];
 }
 
-interface RelayScrape {
-  buckets: Map<number, number>;
-  skips: number;
-}
-
-/** Reads the relay's delivery histogram (summed over tracks) and skip counter. */
-async function scrape(port: number, client: Deno.HttpClient): Promise<RelayScrape> {
-  const text = await (await fetch(`https://localhost:${port}/metrics`, { client })).text();
-  const buckets = new Map<number, number>();
-  let skips = 0;
-  for (const line of text.split("\n")) {
-    const b = /^sluice_relay_group_delivery_seconds_bucket\{.*le="([^"]+)"\} (\S+)$/.exec(line);
-    if (b) {
-      const le = b[1] === "+Inf" ? Infinity : Number(b[1]);
-      buckets.set(le, (buckets.get(le) ?? 0) + Number(b[2]));
-    }
-    const s = /^sluice_relay_subscriber_skips_total (\S+)$/.exec(line);
-    if (s) skips = Number(s[1]);
-  }
-  return { buckets, skips };
-}
-
-/** Quantile (upper bucket bound, ms) of the histogram difference `b - a`. */
-function bucketQuantile(a: RelayScrape, b: RelayScrape, q: number): { v: number; count: number } {
-  const les = [...b.buckets.keys()].sort((x, y) => x - y);
-  const diff = les.map((le) => (b.buckets.get(le) ?? 0) - (a.buckets.get(le) ?? 0));
-  const count = diff.at(-1) ?? 0;
-  if (count === 0) return { v: NaN, count };
-  const rank = q * count;
-  const i = diff.findIndex((c) => c >= rank);
-  return { v: les[i]! * 1000, count };
-}
-
-const USAGE = `Usage: deno task loadgen [--subscribers N] [--rate GROUPS_PER_S] [--size BYTES]
-  [--duration S] [--workers W] [--concurrency C] [--transport quic|webtransport]
-  [--relay-env K=V]... [--settle S] [--ramp-timeout S] [--auth] [--json]
-
-Starts a relay process on a free port, one publisher and N subscriber sessions
-on one track, then measures delivery latency, loss and the relay's memory.`;
-
-/** Parses loadgen arguments; throws TypeError/RangeError with the flag named. */
-export function parseLoadgenArgs(args: readonly string[]): LoadgenOptions {
-  const o = {
-    subscribers: 100,
-    rate: 30,
-    size: 1200,
-    duration: 10,
-    workers: 1,
-    concurrency: 16,
-    transport: "quic" as "quic" | "webtransport",
-    relayEnv: {} as Record<string, string>,
-    settle: 2,
-    rampTimeout: 30,
-    json: false,
-    auth: false,
-  };
-  const num = (flag: string, v: string | undefined, min: number): number => {
-    const n = Number(v);
-    if (v === undefined || !Number.isFinite(n) || n < min) {
-      throw new RangeError(`${flag} needs a number of at least ${min}, got "${v ?? ""}"`);
-    }
-    return n;
-  };
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    const v = args[i + 1];
-    switch (a) {
-      case "--subscribers":
-        o.subscribers = Math.floor(num(a, v, 1));
-        i++;
-        break;
-      case "--rate":
-        o.rate = num(a, v, 0.01);
-        i++;
-        break;
-      case "--size":
-        o.size = Math.floor(num(a, v, 8));
-        i++;
-        break;
-      case "--duration":
-        o.duration = num(a, v, 1);
-        i++;
-        break;
-      case "--workers":
-        o.workers = Math.floor(num(a, v, 1));
-        i++;
-        break;
-      case "--concurrency":
-        o.concurrency = Math.floor(num(a, v, 1));
-        i++;
-        break;
-      case "--settle":
-        o.settle = num(a, v, 0);
-        i++;
-        break;
-      case "--ramp-timeout":
-        o.rampTimeout = num(a, v, 1);
-        i++;
-        break;
-      case "--transport":
-        if (v !== "quic" && v !== "webtransport") {
-          throw new TypeError(`--transport must be quic or webtransport, got "${v ?? ""}"`);
-        }
-        o.transport = v;
-        i++;
-        break;
-      case "--relay-env": {
-        const m = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(v ?? "");
-        if (!m) throw new TypeError(`--relay-env needs KEY=VALUE, got "${v ?? ""}"`);
-        o.relayEnv[m[1]!] = m[2]!;
-        i++;
-        break;
-      }
-      case "--json":
-        o.json = true;
-        break;
-      case "--auth":
-        o.auth = true;
-        break;
-      default:
-        throw new TypeError(`Unknown argument "${a}"\n\n${USAGE}`);
-    }
-  }
-  return o;
-}
-
 /** Writes a one-key JWK Set and signs a publisher and a subscriber credential for `path`. */
 async function makeCredentials(
   dir: string,
@@ -203,42 +52,6 @@ async function makeCredentials(
   const sign = (action: "publish" | "subscribe") =>
     signToken(privateJwk, { scopes: [{ actions: [action], broadcast: { exact: path } }] });
   return { keysFile, publisher: await sign("publish"), subscriber: await sign("subscribe") };
-}
-
-/** The deepest descendant of `pid` (the relay re-executes itself for V8 flags). */
-function relayPid(pid: number): number {
-  for (;;) {
-    let children: string;
-    try {
-      children = Deno.readTextFileSync(`/proc/${pid}/task/${pid}/children`).trim();
-    } catch {
-      // No /proc entry for the child: measure the pid we have.
-      return pid;
-    }
-    if (children === "") return pid;
-    pid = Number(children.split(/\s+/)[0]);
-  }
-}
-
-function rssMib(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(Deno.readTextFileSync(`/proc/${pid}/status`));
-    return m ? Number(m[1]) / 1024 : NaN;
-  } catch {
-    // The process is gone or /proc is unavailable: no figure.
-    return NaN;
-  }
-}
-
-function cpuTicks(pid: number): number {
-  try {
-    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return Number(f[11]) + Number(f[12]); // utime + stime
-  } catch {
-    // The process is gone or /proc is unavailable: no figure.
-    return NaN;
-  }
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
