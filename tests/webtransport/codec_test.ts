@@ -1,22 +1,22 @@
 import assert from "node:assert/strict";
-import { huffmanDecode, huffmanEncode } from "../../src/transport/webtransport/huffman.ts";
+import { huffmanDecode, huffmanEncode } from "../../src/transport/h3/huffman.ts";
 import {
   decodeFieldSection,
   encodeFieldSection,
   HeaderTooLargeError,
   QpackError,
-} from "../../src/transport/webtransport/qpack.ts";
-import { decodeSettings } from "../../src/transport/webtransport/settings.ts";
+} from "../../src/transport/h3/qpack.ts";
+import { decodeSettings } from "../../src/transport/h3/settings.ts";
 import {
   parseStringItem,
   parseStringList,
   serializeString,
-} from "../../src/transport/webtransport/structured_field.ts";
+} from "../../src/transport/h3/structured_field.ts";
 import {
   decodeCloseCapsule,
   encodeCloseCapsule,
 } from "../../src/transport/webtransport/capsule.ts";
-import { encodeFrame } from "../../src/transport/webtransport/frame.ts";
+import { encodeFrame } from "../../src/transport/h3/frame.ts";
 import {
   H3Code,
   H3ConnectionError,

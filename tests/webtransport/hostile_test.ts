@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { connectWebTransport, H3Code } from "../../src/transport/webtransport/mod.ts";
-import { encodeFrame } from "../../src/transport/webtransport/frame.ts";
-import { readHeaders } from "../../src/transport/webtransport/headers.ts";
-import { encodeFieldSection, type HeaderField } from "../../src/transport/webtransport/qpack.ts";
-import { encodeSettings } from "../../src/transport/webtransport/settings.ts";
+import { encodeFrame } from "../../src/transport/h3/frame.ts";
+import { readHeaders } from "../../src/transport/h3/headers.ts";
+import { encodeFieldSection, type HeaderField } from "../../src/transport/h3/qpack.ts";
+import { encodeSettings } from "../../src/transport/h3/settings.ts";
 import { concatBytes, encodeVarint, StreamReader } from "../../src/wire/mod.ts";
 import { readText, startServer, type TestServer, writeText } from "./_helpers.ts";
 import { VERSIONS } from "../../src/moq/mod.ts";

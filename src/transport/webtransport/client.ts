@@ -1,12 +1,12 @@
 import type { Session } from "../session.ts";
 import { H3Code, H3ConnectionError, WebTransportRefusedError } from "./errors.ts";
-import { encodeFrame, FrameType } from "./frame.ts";
-import { H3Connection, realTimers, type Timers } from "./h3_connection.ts";
-import { headersPayload, headerValue, readHeaders } from "./headers.ts";
-import type { HeaderField } from "./qpack.ts";
-import { supportsWebTransport } from "./settings.ts";
+import { encodeFrame, FrameType } from "../h3/frame.ts";
+import { H3Connection, realTimers, type Timers } from "../h3/connection.ts";
+import { headersPayload, headerValue, readHeaders } from "../h3/headers.ts";
+import type { HeaderField } from "../h3/qpack.ts";
+import { supportsWebTransport } from "../h3/settings.ts";
 import { StreamReader } from "../../wire/mod.ts";
-import { parseStringItem, serializeStringList } from "./structured_field.ts";
+import { parseStringItem, serializeStringList } from "../h3/structured_field.ts";
 import { WebTransportSession } from "./wt_session.ts";
 
 /** Options for {@link connectWebTransport}. */

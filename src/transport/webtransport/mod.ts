@@ -17,7 +17,7 @@ export {
 } from "./server.ts";
 export { connectWebTransport, type ConnectWebTransportOptions } from "./client.ts";
 export { WebTransportSession } from "./wt_session.ts";
-export { H3Connection, type Timers } from "./h3_connection.ts";
+export { H3Connection, type Timers } from "../h3/connection.ts";
 export {
   H3Code,
   H3ConnectionError,

@@ -1,11 +1,11 @@
 import type { Session } from "../session.ts";
 import { H3ConnectionError } from "./errors.ts";
-import { encodeFrame, FrameType } from "./frame.ts";
-import { H3Connection, type Timers } from "./h3_connection.ts";
-import { headersPayload, headerValue, isWellFormed, readHeaders } from "./headers.ts";
-import { type HeaderField, HeaderTooLargeError } from "./qpack.ts";
+import { encodeFrame, FrameType } from "../h3/frame.ts";
+import { H3Connection, type Timers } from "../h3/connection.ts";
+import { headersPayload, headerValue, isWellFormed, readHeaders } from "../h3/headers.ts";
+import { type HeaderField, HeaderTooLargeError } from "../h3/qpack.ts";
 import type { StreamReader } from "../../wire/mod.ts";
-import { parseStringList, serializeString } from "./structured_field.ts";
+import { parseStringList, serializeString } from "../h3/structured_field.ts";
 import { WebTransportSession } from "./wt_session.ts";
 
 /** What the application sees before deciding to accept a WebTransport session. */

@@ -18,7 +18,7 @@ import { CapsuleType, decodeCloseCapsule, encodeCloseCapsule } from "./capsule.t
 import { SessionClosedError } from "../errors.ts";
 import { H3Code, H3ConnectionError } from "./errors.ts";
 import { fromWebTransportStreamError } from "./stream_error.ts";
-import { encodeFrame, FrameType, HTTP2_RESERVED_FRAME_TYPES, wtStreamHeader } from "./frame.ts";
+import { encodeFrame, FrameType, HTTP2_RESERVED_FRAME_TYPES, wtStreamHeader } from "../h3/frame.ts";
 
 /** What a WebTransport session needs from its HTTP/3 connection. */
 export interface SessionHost {

@@ -1,6 +1,6 @@
 import { formatAddr } from "../quic.ts";
 import type { SessionCloseInfo } from "../session.ts";
-import { H3Code, H3ConnectionError } from "./errors.ts";
+import { H3Code, H3ConnectionError } from "../webtransport/errors.ts";
 import {
   encodeFrame,
   FrameType,
@@ -16,7 +16,7 @@ import {
   encodeVarint,
   StreamReader,
 } from "../../wire/mod.ts";
-import type { SessionHost, WebTransportSession } from "./wt_session.ts";
+import type { SessionHost, WebTransportSession } from "../webtransport/wt_session.ts";
 
 /** Timer functions, injectable for tests. */
 export interface Timers {

@@ -1,6 +1,6 @@
-import { H3Code, H3ConnectionError } from "./errors.ts";
+import { H3Code, H3ConnectionError } from "../webtransport/errors.ts";
 import { FrameType } from "./frame.ts";
-import { isForbiddenOnRequestStream } from "./h3_connection.ts";
+import { isForbiddenOnRequestStream } from "./connection.ts";
 import {
   decodeFieldSection,
   encodeFieldSection,
