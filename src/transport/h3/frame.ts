@@ -42,3 +42,10 @@ export function wtStreamHeader(kind: "bidi" | "uni", sessionId: number): Uint8Ar
     encodeVarint(sessionId),
   ]);
 }
+
+/** Frame types that may never appear on a request stream. */
+export function isForbiddenOnRequestStream(type: number): boolean {
+  return type === FrameType.SETTINGS || type === FrameType.GOAWAY ||
+    type === FrameType.MAX_PUSH_ID ||
+    type === FrameType.CANCEL_PUSH || HTTP2_RESERVED_FRAME_TYPES.has(type);
+}

@@ -1,6 +1,5 @@
-import { H3Code, H3ConnectionError } from "../webtransport/errors.ts";
-import { FrameType } from "./frame.ts";
-import { isForbiddenOnRequestStream } from "./connection.ts";
+import { H3Code, H3ConnectionError } from "./errors.ts";
+import { FrameType, isForbiddenOnRequestStream } from "./frame.ts";
 import {
   decodeFieldSection,
   encodeFieldSection,

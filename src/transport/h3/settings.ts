@@ -1,4 +1,4 @@
-import { H3Code, H3ConnectionError } from "../webtransport/errors.ts";
+import { H3Code, H3ConnectionError } from "./errors.ts";
 import { concatBytes, decodeVarintBig, encodeVarint } from "../../wire/mod.ts";
 
 /** SETTINGS identifiers we send or read (RFC 9114 §7.2.4.1, RFC 9204, RFC 9220, RFC 9297, WebTransport drafts). */

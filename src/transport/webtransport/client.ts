@@ -1,5 +1,6 @@
 import type { Session } from "../session.ts";
-import { H3Code, H3ConnectionError, WebTransportRefusedError } from "./errors.ts";
+import { H3Code, H3ConnectionError } from "../h3/errors.ts";
+import { WebTransportRefusedError } from "./errors.ts";
 import { encodeFrame, FrameType } from "../h3/frame.ts";
 import { H3Connection, realTimers, type Timers } from "../h3/connection.ts";
 import { headersPayload, headerValue, readHeaders } from "../h3/headers.ts";

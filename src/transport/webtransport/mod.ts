@@ -18,9 +18,8 @@ export {
 export { connectWebTransport, type ConnectWebTransportOptions } from "./client.ts";
 export { WebTransportSession } from "./wt_session.ts";
 export { H3Connection, type Timers } from "../h3/connection.ts";
+export { H3Code, H3ConnectionError } from "../h3/errors.ts";
 export {
-  H3Code,
-  H3ConnectionError,
   WebTransportRefusedError,
   WebTransportStreamError,
   wtErrorFromHttp3,

@@ -1,5 +1,5 @@
 import type { Session } from "../session.ts";
-import { H3ConnectionError } from "./errors.ts";
+import { H3ConnectionError } from "../h3/errors.ts";
 import { encodeFrame, FrameType } from "../h3/frame.ts";
 import { H3Connection, type Timers } from "../h3/connection.ts";
 import { headersPayload, headerValue, isWellFormed, readHeaders } from "../h3/headers.ts";

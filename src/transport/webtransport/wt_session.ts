@@ -16,21 +16,10 @@ import {
 import { recvStream } from "./recv_stream.ts";
 import { CapsuleType, decodeCloseCapsule, encodeCloseCapsule } from "./capsule.ts";
 import { SessionClosedError } from "../errors.ts";
-import { H3Code, H3ConnectionError } from "./errors.ts";
+import { H3Code, H3ConnectionError } from "../h3/errors.ts";
 import { fromWebTransportStreamError } from "./stream_error.ts";
+import type { H3Session, SessionHost } from "../h3/session_host.ts";
 import { encodeFrame, FrameType, HTTP2_RESERVED_FRAME_TYPES, wtStreamHeader } from "../h3/frame.ts";
-
-/** What a WebTransport session needs from its HTTP/3 connection. */
-export interface SessionHost {
-  /** The QUIC connection. */
-  readonly conn: Deno.QuicConn;
-  /** Closes the whole connection with an HTTP/3 error. */
-  fail(code: number, reason: string): void;
-  /** Tells the connection the session ended; `peerDone` resolves when the peer finished the CONNECT stream. */
-  sessionEnded(id: number, peerDone: Promise<void>): void;
-  /** Runs a task whose failure must stay contained. */
-  spawn(task: Promise<unknown>): void;
-}
 
 const MAX_BUFFERED_DATAGRAMS = 256;
 const MAX_BUFFERED_CAPSULE = 4096;
@@ -40,7 +29,7 @@ const MAX_BUFFERED_CAPSULE = 4096;
  * WT streams after their header bytes are handed to the application as the
  * raw QUIC streams (no copying); datagrams carry the quarter stream id.
  */
-export class WebTransportSession implements Session {
+export class WebTransportSession implements Session, H3Session {
   /** Always "webtransport". */
   readonly transport = "webtransport" as const;
   /** Negotiated WT-Protocol (or the documented default when none was negotiated). */
