@@ -16,7 +16,6 @@ export {
   type CertificateHash,
   connectQuicSession,
   type ConnectQuicSessionOptions,
-  formatAddr,
   listenQuic,
   type ListenQuicOptions,
   QuicConnectError,
@@ -24,6 +23,7 @@ export {
   type QuicSessionListener,
   type QuicSessionOptions,
 } from "./quic.ts";
+export { formatAddr } from "./address.ts";
 export { H3_ALPN, listen, type Listener, type ListenOptions } from "./listener.ts";
 export { freeUdpTcpPort } from "./free_port.ts";
 export * from "./webtransport/mod.ts";

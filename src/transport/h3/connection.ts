@@ -1,4 +1,4 @@
-import { formatAddr } from "../quic.ts";
+import { formatAddr } from "../address.ts";
 import type { SessionCloseInfo } from "../session.ts";
 import { ControlStreams } from "./control_stream.ts";
 import { H3Code, H3ConnectionError } from "./errors.ts";

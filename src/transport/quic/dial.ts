@@ -1,0 +1,137 @@
+/** Dialing a `moqt://` URL over native QUIC. */
+import { errorText } from "../../errors/mod.ts";
+import type { Session } from "../session.ts";
+import { quicSession } from "./session.ts";
+
+/** A certificate hash to pin (as in WebTransport's `serverCertificateHashes`). */
+export interface CertificateHash {
+  /** Only "sha-256". */
+  readonly algorithm: "sha-256";
+  /** The SHA-256 of the DER certificate. */
+  readonly value: Uint8Array;
+}
+
+/** Options for {@linkcode connectQuicSession}. */
+export interface ConnectQuicSessionOptions {
+  /** Extra trusted root certificates (PEM), e.g. a development certificate file's content. */
+  readonly caCerts?: readonly string[];
+  /** Accept exactly these certificates (self-signed, ≤ 14 days, ECDSA), as browsers do. */
+  readonly serverCertificateHashes?: readonly CertificateHash[];
+  /**
+   * Skip certificate verification. Deno 2.9 offers no way to do this for QUIC,
+   * so `true` throws a TypeError: use `caCerts` or `serverCertificateHashes`.
+   */
+  readonly insecure?: boolean;
+  /** ALPN offers, preferred first: the application's protocols (moq's `VERSIONS`). */
+  readonly alpn: readonly string[];
+  /** TLS server name (default: the URL's host). */
+  readonly serverName?: string;
+  /** Abandons the dial. */
+  readonly signal?: AbortSignal;
+  /** Idle timeout in ms (default 30 s) and keep-alive (default 10 s). */
+  readonly maxIdleTimeout?: number;
+  /** Keep-alive interval in ms. */
+  readonly keepAliveInterval?: number;
+  /** Incoming stream limits (defaults 1000 uni, 100 bidi). */
+  readonly maxConcurrentUnidirectionalStreams?: number;
+  /** Incoming bidirectional stream limit. */
+  readonly maxConcurrentBidirectionalStreams?: number;
+}
+
+/** Dial failed: bad URL, TLS, refused ALPN, or abort. */
+export class QuicConnectError extends Error {
+  /** Stable kind callers may branch on. */
+  readonly kind: "url" | "tls" | "alpn" | "aborted" | "network";
+  /** Makes the error. */
+  constructor(kind: QuicConnectError["kind"], message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "QuicConnectError";
+    this.kind = kind;
+  }
+}
+
+/**
+ * Dials a `moqt://host:port/path?query` URL over native QUIC. The path and
+ * query travel in lite-05's SETUP (the moq layer sends them from `url`).
+ *
+ * @example
+ * ```ts
+ * const session = await connectQuicSession(new URL("moqt://127.0.0.1:4443/?jwt=..."), {
+ *   alpn: VERSIONS, // from src/moq: moq-lite-05, moq-lite-04
+ *   caCerts: [await Deno.readTextFile("certs/server.crt")],
+ * });
+ * ```
+ */
+export async function connectQuicSession(
+  url: URL,
+  options: ConnectQuicSessionOptions,
+): Promise<Session> {
+  if (url.protocol !== "moqt:" && url.protocol !== "https:" && url.protocol !== "moq:") {
+    throw new QuicConnectError("url", `Cannot dial "${url.href}": scheme must be moqt:`);
+  }
+  if (options.insecure) {
+    throw new TypeError(
+      "Cannot dial without certificate verification: Deno QUIC has no insecure mode; pass caCerts or serverCertificateHashes",
+    );
+  }
+  const hostname = url.hostname.replace(/^\[|\]$/g, "");
+  const port = url.port ? Number(url.port) : 443;
+  const alpn = [...options.alpn];
+  // Deno 2.9 honours serverCertificateHashes at runtime; its type declarations omit it.
+  const dial: Deno.ConnectQuicOptions<false> & {
+    serverCertificateHashes?: { algorithm: string; value: Uint8Array }[];
+  } = {
+    hostname,
+    port,
+    alpnProtocols: alpn,
+    serverName: options.serverName ?? hostname,
+    maxIdleTimeout: options.maxIdleTimeout ?? 30_000,
+    keepAliveInterval: options.keepAliveInterval ?? 10_000,
+    maxConcurrentUnidirectionalStreams: options.maxConcurrentUnidirectionalStreams ?? 1000,
+    maxConcurrentBidirectionalStreams: options.maxConcurrentBidirectionalStreams ?? 100,
+  };
+  if (options.caCerts) dial.caCerts = [...options.caCerts];
+  if (options.serverCertificateHashes) {
+    dial.serverCertificateHashes = options.serverCertificateHashes.map((h) => ({
+      algorithm: h.algorithm,
+      value: h.value,
+    }));
+  }
+  options.signal?.throwIfAborted();
+  let conn: Deno.QuicConn;
+  try {
+    const pending = Deno.connectQuic(dial);
+    conn = options.signal ? await raceAbort(pending, options.signal) : await pending;
+  } catch (err) {
+    if (options.signal?.aborted) {
+      throw new QuicConnectError("aborted", `Dial to "${url.host}" aborted`, { cause: err });
+    }
+    const message = errorText(err);
+    const kind = /certificate|handshake|tls/i.test(message) ? "tls" : "network";
+    throw new QuicConnectError(kind, `Cannot dial "${url.host}": ${message}`, { cause: err });
+  }
+  const protocol = conn.protocol ?? "";
+  if (!alpn.includes(protocol)) {
+    conn.close({ closeCode: 0, reason: "unsupported ALPN" });
+    throw new QuicConnectError("alpn", `Cannot dial "${url.host}": no common protocol`);
+  }
+  return quicSession(conn, { url });
+}
+
+function raceAbort<T>(pending: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    pending.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+    // A dial that completes after the abort must not leak its connection.
+    pending.then((value) => {
+      if (signal.aborted && value && typeof value === "object" && "close" in value) {
+        try {
+          (value as { close(): void }).close();
+        } catch {
+          // ignore
+        }
+      }
+    }, () => {});
+  });
+}

@@ -1,0 +1,186 @@
+/**
+ * A native QUIC connection (`Deno.QuicConn`, accepted or dialed) behind the
+ * transport-neutral {@linkcode Session}.
+ *
+ * Deno 2.9 facts this code respects: a `QuicIncoming`'s address getters
+ * consume it, so addresses are read from the connection; outgoing streams use
+ * `waitUntilAvailable` so the peer's stream limit applies back-pressure
+ * instead of throwing; Deno's stream errors are translated by
+ * `quic_errors.ts`.
+ */
+import { errorText } from "../../errors/mod.ts";
+import { formatAddr } from "../address.ts";
+import type {
+  BidiStream,
+  RecvStream,
+  SendStream,
+  Session,
+  SessionCloseInfo,
+  StreamOptions,
+} from "../session.ts";
+import { SessionClosedError } from "../errors.ts";
+import { fromDenoQuicError } from "../quic_errors.ts";
+
+/** Options for {@linkcode quicSession}. */
+export interface QuicSessionOptions {
+  /** The URL the client dialed, when known (client side). */
+  readonly url?: URL;
+}
+
+class QuicSession implements Session {
+  readonly transport = "quic" as const;
+  readonly protocol: string;
+  readonly url: URL | undefined;
+  readonly remote: string;
+  readonly closed: Promise<SessionCloseInfo>;
+  readonly #conn: Deno.QuicConn;
+  readonly #bidi: ReadableStreamDefaultReader<Deno.QuicBidirectionalStream>;
+  readonly #uni: ReadableStreamDefaultReader<Deno.QuicReceiveStream>;
+  #ended = false;
+  #local: SessionCloseInfo | undefined;
+
+  constructor(conn: Deno.QuicConn, options: QuicSessionOptions) {
+    this.#conn = conn;
+    this.protocol = conn.protocol ?? "";
+    this.url = options.url;
+    let remote = "";
+    try {
+      remote = formatAddr(conn.remoteAddr);
+    } catch {
+      // connection already gone; keep an empty address
+    }
+    this.remote = remote;
+    this.#bidi = conn.incomingBidirectionalStreams.getReader();
+    this.#uni = conn.incomingUnidirectionalStreams.getReader();
+    // Deno reports a locally closed connection without our code: prefer what we sent.
+    this.closed = conn.closed.then(
+      (info): SessionCloseInfo => this.#local ?? { code: info.closeCode, reason: info.reason },
+      (err: unknown): SessionCloseInfo =>
+        this.#local ?? {
+          code: 0,
+          reason: errorText(err),
+          dropped: true,
+        },
+    ).finally(() => {
+      this.#ended = true;
+    });
+  }
+
+  get maxDatagramSize(): number {
+    try {
+      return this.#conn.maxDatagramSize;
+    } catch {
+      // The connection is gone: no datagram fits.
+      return 0;
+    }
+  }
+
+  async openBidi(options?: StreamOptions): Promise<BidiStream> {
+    const s = await this.#open(() => this.#conn.createBidirectionalStream(openOptions(options)));
+    return {
+      readable: s.readable,
+      writable: s.writable,
+      setSendOrder: (order: number) => setOrder(s.writable, order),
+    };
+  }
+
+  async openUni(options?: StreamOptions): Promise<SendStream> {
+    const s = await this.#open(() => this.#conn.createUnidirectionalStream(openOptions(options)));
+    return { writable: s, setSendOrder: (order: number) => setOrder(s, order) };
+  }
+
+  translateError(err: unknown): unknown {
+    return fromDenoQuicError(err);
+  }
+
+  // Opens fail with neutral errors; Deno words an open on a closed
+  // connection as a plain Error ("closed"), so our own state decides that one.
+  async #open<T>(open: () => Promise<T>): Promise<T> {
+    try {
+      return await open();
+    } catch (err) {
+      const translated = fromDenoQuicError(err);
+      if (translated !== err || !this.#ended) throw translated;
+      throw new SessionClosedError(errorText(err), { cause: err });
+    }
+  }
+
+  async acceptBidi(): Promise<BidiStream | undefined> {
+    if (this.#ended) return undefined;
+    try {
+      const { value, done } = await this.#bidi.read();
+      if (done) return undefined;
+      const s = value;
+      return {
+        readable: s.readable,
+        writable: s.writable,
+        setSendOrder: (order: number) => setOrder(s.writable, order),
+      };
+    } catch {
+      // The connection ended: no more streams to accept.
+      return undefined;
+    }
+  }
+
+  async acceptUni(): Promise<RecvStream | undefined> {
+    if (this.#ended) return undefined;
+    try {
+      const { value, done } = await this.#uni.read();
+      return done ? undefined : { readable: value };
+    } catch {
+      // The connection ended: no more streams to accept.
+      return undefined;
+    }
+  }
+
+  async sendDatagram(data: Uint8Array): Promise<void> {
+    try {
+      await this.#conn.sendDatagram(data);
+    } catch {
+      // best effort
+    }
+  }
+
+  async readDatagram(): Promise<Uint8Array | undefined> {
+    if (this.#ended) return undefined;
+    try {
+      return await this.#conn.readDatagram();
+    } catch {
+      // The connection ended: no more datagrams.
+      return undefined;
+    }
+  }
+
+  close(code: number, reason: string): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#local = { code, reason };
+    try {
+      this.#conn.close({ closeCode: code, reason });
+    } catch {
+      // already closed
+    }
+  }
+}
+
+// Outgoing streams wait for the peer's stream limit instead of failing on it.
+function openOptions(options: StreamOptions | undefined): Deno.QuicSendStreamOptions {
+  return { sendOrder: options?.sendOrder ?? 0, waitUntilAvailable: true };
+}
+
+function setOrder(stream: Deno.QuicSendStream, order: number): void {
+  try {
+    stream.sendOrder = order;
+  } catch {
+    // stream finished
+  }
+}
+
+/**
+ * Wraps an established `Deno.QuicConn` (accepted by a server or dialed by a
+ * client) as a {@linkcode Session}. The combined listener calls this for
+ * connections whose ALPN is a moq-lite version.
+ */
+export function quicSession(conn: Deno.QuicConn, options: QuicSessionOptions = {}): Session {
+  return new QuicSession(conn, options);
+}
