@@ -28,10 +28,10 @@ export {
   type SubscribeOptions,
   Subscription,
 } from "./session/mod.ts";
+export { CachedGroup, type GroupFrames } from "./cached_group.ts";
 export {
-  CachedGroup,
-  type GroupFrames,
   TrackCursor,
+  type TrackObserver,
   TrackProducer,
   type TrackProducerOptions,
   type WriteGroupOptions,

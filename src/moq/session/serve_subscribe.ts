@@ -10,7 +10,8 @@ import {
 } from "../codec/messages.ts";
 import { normalizePath } from "../path.ts";
 import { Sender } from "../sender.ts";
-import { type CachedGroup, TrackProducer } from "../track.ts";
+import type { CachedGroup } from "../cached_group.ts";
+import { TrackProducer } from "../track.ts";
 import { errorText } from "../../errors/mod.ts";
 import type { SessionCore } from "./core.ts";
 import { DeliveryGaps } from "./delivery_gaps.ts";

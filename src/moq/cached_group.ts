@@ -1,0 +1,61 @@
+import { encodeFrames, type Version } from "./codec/messages.ts";
+
+/** A group's frames, or a function that makes them the first time they are read. */
+export type GroupFrames =
+  | Uint8Array
+  | readonly Uint8Array[]
+  | (() => Uint8Array | readonly Uint8Array[]);
+
+/** One group held by a producer; its frame bytes are encoded once per version. */
+export class CachedGroup {
+  /** Absolute group sequence. */
+  readonly sequence: number;
+  /** Timestamp in the track timescale. */
+  readonly timestamp: number;
+  /** Position in the producer's write (arrival) order. */
+  readonly index: number;
+  /** When the producer took the group, ms on its clock. */
+  readonly writtenAt: number;
+  #frames: GroupFrames;
+  #v04: Uint8Array<ArrayBuffer> | undefined;
+  #v05: Uint8Array<ArrayBuffer> | undefined;
+
+  /** Makes a group; frames given as a function are made on first read. */
+  constructor(
+    sequence: number,
+    frames: GroupFrames,
+    timestamp: number,
+    index: number,
+    writtenAt = 0,
+  ) {
+    this.sequence = sequence;
+    this.#frames = frames;
+    this.timestamp = timestamp;
+    this.index = index;
+    this.writtenAt = writtenAt;
+  }
+
+  /** The frames. */
+  get frames(): readonly Uint8Array[] {
+    let frames = this.#frames;
+    if (typeof frames === "function") frames = frames();
+    if (frames instanceof Uint8Array) frames = [frames];
+    this.#frames = frames;
+    return frames;
+  }
+
+  /** Total payload bytes. */
+  get size(): number {
+    let n = 0;
+    for (const f of this.frames) n += f.length;
+    return n;
+  }
+
+  /** The frame bytes as they follow a GROUP header (or answer a FETCH) in `version`. */
+  encoded(version: Version): Uint8Array<ArrayBuffer> {
+    if (version === "moq-lite-05") {
+      return this.#v05 ??= encodeFrames(this.frames, version, this.timestamp);
+    }
+    return this.#v04 ??= encodeFrames(this.frames, version);
+  }
+}
