@@ -1,4 +1,5 @@
-import { AuthError, type Grant, prefixCovers, type Verifier } from "../auth/mod.ts";
+import { AuthError, type Grant, type Verifier } from "../auth/mod.ts";
+import { prefixCovers } from "../path/mod.ts";
 
 /** What an admitted session may do. */
 export interface Admission {

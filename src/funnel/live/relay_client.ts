@@ -1,6 +1,7 @@
 import { errorText } from "../../errors/mod.ts";
 import type { Logger } from "../../log/mod.ts";
-import { connect, hasPrefix, type MoqSession, normalizePath, VERSIONS } from "../../moq/mod.ts";
+import { connect, type MoqSession, VERSIONS } from "../../moq/mod.ts";
+import { normalizePath, prefixCovers } from "../../path/mod.ts";
 import { connectQuicSession } from "../../transport/quic.ts";
 import type { Session } from "../../transport/mod.ts";
 import { connectWebTransport } from "../../transport/webtransport/mod.ts";
@@ -163,7 +164,7 @@ export class RelayClient {
     const all = this.#options.publisher.broadcasts();
     if (prefix === undefined) return all.length;
     const p = normalizePath(prefix);
-    return all.filter((path) => hasPrefix(path, p)).length;
+    return all.filter((path) => prefixCovers(p, path)).length;
   }
 
   get #redialMs(): number {
@@ -272,7 +273,7 @@ export class RelayClient {
     const moq = await connect(transport, {
       announcer: o.publisher.announcer,
       serve: o.publisher.serve,
-      ...(prefix === undefined ? {} : { announceFilter: (path) => hasPrefix(path, prefix) }),
+      ...(prefix === undefined ? {} : { announceFilter: (path) => prefixCovers(prefix, path) }),
       // The relay's announcements are of no use to a funnel.
       acceptAnnounce: () => false,
       log: (line) => o.log.debug(line),

@@ -8,7 +8,7 @@ import {
   encodeSubscribeResponse,
   MAX_CONTROL_MESSAGE,
 } from "../codec/messages.ts";
-import { normalizePath } from "../path.ts";
+import { normalizePath } from "../../path/mod.ts";
 import { Sender } from "../sender.ts";
 import { type CachedGroup, TrackProducer } from "../track.ts";
 import { errorText } from "../../errors/mod.ts";
