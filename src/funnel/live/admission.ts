@@ -1,4 +1,4 @@
-import { AuthError, type Grant, type Verifier } from "../../auth/mod.ts";
+import { AuthError, type Grant, tokenFromUrl, type Verifier } from "../../auth/mod.ts";
 
 /** What admission needs of a verifier: checking one credential. */
 export type CredentialCheck = Pick<Verifier, "verify">;
@@ -21,8 +21,8 @@ export async function admitSubscriber(
   verifier: CredentialCheck | undefined,
 ): Promise<Grant | undefined> {
   if (verifier === undefined) return undefined;
-  const token = url?.searchParams.get("jwt") ?? "";
-  if (token === "") {
+  const token = url === undefined ? undefined : tokenFromUrl(url);
+  if (token === undefined) {
     throw new AuthError("missing", "The session URL carries no jwt query parameter");
   }
   const grant = await verifier.verify(token);

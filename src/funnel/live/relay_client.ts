@@ -1,3 +1,4 @@
+import { tokenFromUrl } from "../../auth/mod.ts";
 import { errorText } from "../../errors/mod.ts";
 import type { Logger } from "../../log/mod.ts";
 import { connect, type MoqSession, VERSIONS } from "../../moq/mod.ts";
@@ -213,7 +214,7 @@ export class RelayClient {
       url.searchParams.set("jwt", credential.token);
       expiresAt = credential.expiresAt;
     } else {
-      expiresAt = tokenExpiry(url.searchParams.get("jwt"));
+      expiresAt = tokenExpiry(tokenFromUrl(url));
     }
     const dialing = new AbortController();
     this.#dialing = dialing;
@@ -321,8 +322,8 @@ function abortable(dial: Promise<Session>, signal: AbortSignal): Promise<Session
 }
 
 /** The `exp` of an unverified JWT in ms, when it has one. */
-function tokenExpiry(token: string | null): number | undefined {
-  if (!token) return undefined;
+function tokenExpiry(token: string | undefined): number | undefined {
+  if (token === undefined) return undefined;
   const part = token.split(".")[1];
   if (!part) return undefined;
   try {
