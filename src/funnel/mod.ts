@@ -19,6 +19,12 @@ export {
 } from "./routes.ts";
 export type { RecordSink } from "./sink.ts";
 export {
+  InvalidRequestError,
+  NotFoundError,
+  RateLimitedError,
+  type RateLimitScope,
+} from "./errors.ts";
+export {
   type LiveListener,
   type LiveOptions,
   LivePublisher,
