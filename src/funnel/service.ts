@@ -11,7 +11,8 @@ import {
 import { InvalidRequestError, NotFoundError, RateLimitedError } from "./errors.ts";
 import { historyPageJson } from "./history.ts";
 import { IdempotencyCache, type PostAnswer } from "./idempotency.ts";
-import { type RateLimit, RateLimiter } from "./limits.ts";
+import type { RateLimit } from "../config/rate_limit.ts";
+import { RateLimiter } from "./limits.ts";
 import type { RecordSink } from "./sink.ts";
 
 /** Options of {@link FunnelService}. */

@@ -1,10 +1,7 @@
 import assert from "node:assert/strict";
-import {
-  APPLIED_V8_FLAGS_VARIABLE,
-  loadRelayConfig,
-  RelayConfigError,
-  resolveGc,
-} from "../../src/config/relay.ts";
+import { ConfigError } from "../../src/config/errors.ts";
+import { APPLIED_V8_FLAGS_VARIABLE, resolveGc } from "../../src/config/gc.ts";
+import { loadRelayConfig } from "../../src/config/relay.ts";
 import { DOCTOR_HEADING, runDoctor } from "../../src/relay/mod.ts";
 
 Deno.test("defaults carry the default source", () => {
@@ -53,7 +50,7 @@ Deno.test("invalid values are refused with a message naming the variable", () =>
   ];
   for (const [k, v] of cases) {
     assert.throws(() => loadRelayConfig({ [k]: v }), (e: unknown) => {
-      assert.ok(e instanceof RelayConfigError);
+      assert.ok(e instanceof ConfigError);
       assert.equal(e.variable, k);
       assert.match(e.message, new RegExp(k));
       assert.ok(e.message.includes(`"${v}"`));
