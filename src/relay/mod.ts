@@ -7,7 +7,6 @@
  */
 export { DOCTOR_HEADING, type DoctorOptions, renderGcBlock, runDoctor } from "./doctor.ts";
 export { type RelayOptions, type RunningRelay, startRelay } from "./server.ts";
-export { loadRelayTls, type RelayTls } from "./tls.ts";
 export { createRelayMetrics, type RelayMetrics } from "./relay_metrics.ts";
 export { RelayCore, SubscribeError } from "./relay_core.ts";
 export { runRelay, type RunRelayIo } from "./run.ts";

@@ -42,11 +42,10 @@ export {
   type RelayCredential,
   type RelayState,
 } from "./relay_client.ts";
-export { type LiveOptions, type LiveSide, startLive } from "./start.ts";
+export { type LiveConfig, type LiveOptions, type LiveSide, startLive } from "./start.ts";
 export {
   startWorkerListener,
   type WorkerListener,
   type WorkerListenerOptions,
 } from "./worker_listener.ts";
 export { admitSubscriber, type CredentialCheck, mayRead } from "./admission.ts";
-export { type ListenerTls, loadListenerTls, type LoadListenerTlsOptions } from "./tls.ts";
