@@ -167,10 +167,3 @@ function readStoreCredentials(env: Env): StoreCredentials | undefined {
   const sessionToken = nonEmpty(env["AWS_SESSION_TOKEN"]);
   return { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) };
 }
-
-/** The relay URL for display: the `jwt` parameter is masked. */
-export function describeRelayUrl(url: URL): string {
-  const shown = new URL(url.toString());
-  if (shown.searchParams.has("jwt")) shown.searchParams.set("jwt", "***");
-  return shown.toString();
-}

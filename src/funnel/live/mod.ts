@@ -35,6 +35,7 @@
 export { LivePublisher, type LivePublisherOptions } from "./publisher.ts";
 export { type LiveListener, type LiveListenerOptions, startLiveListener } from "./listener.ts";
 export {
+  describeRelayUrl,
   type RedialTimers,
   RELAY_REDIAL_MS,
   RelayClient,

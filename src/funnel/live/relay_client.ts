@@ -148,7 +148,7 @@ export class RelayClient {
   #setState(state: RelayState, detail = ""): void {
     if (state === this.#state && state !== "reconnecting") return;
     this.#state = state;
-    const url = describe(this.#options.url);
+    const url = describeRelayUrl(this.#options.url);
     const text = {
       connecting: `Relay ${url}: connecting`,
       connected: `Relay ${url}: connected, announcing ${this.#announced()} broadcast(s)`,
@@ -338,8 +338,8 @@ function tokenExpiry(token: string | undefined): number | undefined {
   }
 }
 
-/** RELAY_URL for logs, with its credential masked. */
-function describe(url: URL): string {
+/** RELAY_URL for logs and the startup summary, with its credential masked. */
+export function describeRelayUrl(url: URL): string {
   const shown = new URL(url.href);
   if (shown.searchParams.has("jwt")) shown.searchParams.set("jwt", "***");
   return shown.href;

@@ -1,11 +1,15 @@
 import { readSigner, type Verifier } from "../../auth/mod.ts";
 import { loadServingCertificate, toHex } from "../../certs/mod.ts";
-import { describeRelayUrl } from "../../config/funnel.ts";
 import type { OriginPolicy } from "../../http/mod.ts";
 import type { Logger } from "../../log/mod.ts";
 import { formatAddr } from "../../transport/mod.ts";
 import { LivePublisher } from "./publisher.ts";
-import { type RedialTimers, RelayClient, type RelayState } from "./relay_client.ts";
+import {
+  describeRelayUrl,
+  type RedialTimers,
+  RelayClient,
+  type RelayState,
+} from "./relay_client.ts";
 import { fanOut, type RecordSink } from "../sink.ts";
 import { startWorkerListener, type WorkerListener } from "./worker_listener.ts";
 
