@@ -52,7 +52,7 @@ export interface RunningFunnel {
  *
  * @example
  * ```ts
- * const funnel = await startFunnel(loadFunnelConfig(Deno.env.toObject()));
+ * const funnel = await startFunnel(loadFunnelConfig({ FUNNEL_ADDR: ":8090" }));
  * console.log(funnel.summary.join("\n"));
  * ```
  */
