@@ -19,7 +19,8 @@ interface Command {
 const COMMANDS: Record<string, Command> = {
   funnel: {
     summary: "Run the HTTP-to-MoQ funnel (configured by environment variables)",
-    run: async (args) => (await import("./funnel/command.ts")).runFunnelCommand(args),
+    run: async (args) =>
+      (await import("./funnel/command.ts")).runFunnelCommand(args, Deno.env.toObject()),
   },
   relay: {
     summary:

@@ -1,7 +1,7 @@
 import { errorText } from "../errors/mod.ts";
 import { exportJWK, generateKeyPair } from "jose";
 import { ed25519Thumbprint, parseKeySet } from "./key_set.ts";
-import { pathProblem, prefixCovers } from "./path.ts";
+import { pathProblem, prefixCovers } from "../path/mod.ts";
 import { parsePathAuth, parseScope, type PathAuth, type Scope } from "./scope.ts";
 import { readSigner, type TokenClaims } from "./sign.ts";
 import { MAX_LIFETIME_SECONDS } from "./claims.ts";

@@ -1,4 +1,4 @@
-import { prefixCovers } from "./path.ts";
+import { prefixCovers } from "../path/mod.ts";
 import { type Action, type Scope, scopeAllows } from "./scope.ts";
 
 /** What a verified credential allows; ask it per request. */

@@ -1,5 +1,5 @@
 import { base64url, calculateJwkThumbprint, importJWK } from "jose";
-import { pathProblem } from "./path.ts";
+import { pathProblem } from "../path/mod.ts";
 
 /** A public Ed25519 key from a key set, ready to verify with. */
 export interface VerificationKey {

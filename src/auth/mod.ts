@@ -47,7 +47,7 @@ export {
 export { type CredentialClaims, MAX_LIFETIME_SECONDS, parseClaims } from "./claims.ts";
 export { type Grant, ScopedGrant, unrestrictedGrant } from "./grant.ts";
 export { requireAllowed } from "./authorize.ts";
-export { prefixCovers } from "./path.ts";
+export { prefixCovers } from "../path/mod.ts";
 export {
   ed25519Thumbprint,
   KeySet,

@@ -1,4 +1,4 @@
-import { joinPath, pathProblem, prefixCovers, trackProblem } from "./path.ts";
+import { joinPath, pathProblem, prefixCovers, trackNameProblem } from "../path/mod.ts";
 
 /** Something a credential may allow on a broadcast or track. */
 export type Action = "post" | "fetch" | "redact" | "publish" | "subscribe";
@@ -69,20 +69,20 @@ export function parseScope(value: unknown, where = "scope"): Scope {
     if (!parsedActions.includes(action as Action)) parsedActions.push(action as Action);
   }
   if (!isRecord(broadcast)) throw new TypeError(`${where}.broadcast is not an object`);
-  const hasExact = "exact" in broadcast;
-  const hasPrefix = "prefix" in broadcast;
-  if (hasExact === hasPrefix) {
+  const exactGiven = "exact" in broadcast;
+  const prefixGiven = "prefix" in broadcast;
+  if (exactGiven === prefixGiven) {
     throw new TypeError(`${where}.broadcast needs exactly one of "exact" and "prefix"`);
   }
   onlyKeys(broadcast, ["exact", "prefix"], `${where}.broadcast`);
-  const match: BroadcastMatch = hasExact
+  const match: BroadcastMatch = exactGiven
     ? { exact: path(broadcast.exact, false, `${where}.broadcast.exact`) }
     : { prefix: path(broadcast.prefix, true, `${where}.broadcast.prefix`) };
   if (track === undefined) return { actions: parsedActions, broadcast: match };
   if (!isRecord(track)) throw new TypeError(`${where}.track is not an object`);
   onlyKeys(track, ["exact"], `${where}.track`);
   if (typeof track.exact !== "string") throw new TypeError(`${where}.track.exact is not a string`);
-  const problem = trackProblem(track.exact);
+  const problem = trackNameProblem(track.exact);
   if (problem !== undefined) {
     throw new TypeError(`${where}.track.exact "${track.exact}" ${problem}`);
   }

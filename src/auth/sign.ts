@@ -1,7 +1,7 @@
 import { importJWK, SignJWT } from "jose";
 import { MAX_LIFETIME_SECONDS, parseClaims } from "./claims.ts";
 import { ed25519Thumbprint } from "./key_set.ts";
-import { pathProblem } from "./path.ts";
+import { pathProblem } from "../path/mod.ts";
 import type { PathAuth, Scope } from "./scope.ts";
 
 /** What a new credential grants; `scopes` or `path_auth`, not both. */

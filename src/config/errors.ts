@@ -1,55 +1,29 @@
-import { errorText } from "../errors/mod.ts";
+/** One bad setting: the variable and what is wrong with its value. */
+export interface ConfigProblem {
+  /** The environment variable at fault. */
+  readonly variable: string;
+  /** What is wrong, quoting the bad value, without repeating the variable. */
+  readonly message: string;
+}
 
 /** Configuration problems found at startup, each naming its variable. */
 export class ConfigError extends Error {
+  /** Stable code for callers. */
+  readonly code = "invalid_config";
+  /** The first variable at fault. */
+  readonly variable: string;
   /** One line per problem: `VARIABLE: what is wrong`. */
   readonly problems: readonly string[];
+  /** The same problems with variable and message apart, for callers that word them their way. */
+  readonly details: readonly ConfigProblem[];
 
   /** Collects every problem so the operator can fix them in one go. */
-  constructor(problems: readonly string[]) {
+  constructor(details: readonly ConfigProblem[]) {
+    const problems = details.map((d) => `${d.variable}: ${d.message}`);
     super(`Invalid configuration:\n${problems.map((p) => `  ${p}`).join("\n")}`);
     this.name = "ConfigError";
+    this.variable = details[0]?.variable ?? "";
     this.problems = problems;
+    this.details = details;
   }
-}
-
-/** An environment snapshot: variable name to value. */
-export type Env = Readonly<Record<string, string | undefined>>;
-
-/**
- * Collects per-variable parse failures: `read("X", parse)` returns the
- * parsed value or undefined, recording `X: message` for a thrown error.
- */
-export class ProblemCollector {
-  readonly #problems: string[] = [];
-
-  /** Parses the variable's value when set (non-empty); records a failure. */
-  read<T>(env: Env, name: string, parse: (value: string) => T): T | undefined {
-    const value = env[name];
-    if (value === undefined || value.trim() === "") return undefined;
-    try {
-      return parse(value.trim());
-    } catch (error) {
-      this.add(name, errorText(error));
-      return undefined;
-    }
-  }
-
-  /** Records a problem with a variable. */
-  add(name: string, message: string): void {
-    this.#problems.push(`${name}: ${message}`);
-  }
-
-  /** Throws a {@link ConfigError} when any problem was recorded. */
-  throwIfAny(): void {
-    if (this.#problems.length > 0) throw new ConfigError(this.#problems);
-  }
-}
-
-/** Parses a boolean variable: true/false, 1/0, yes/no. */
-export function parseBoolean(value: string): boolean {
-  const v = value.toLowerCase();
-  if (["1", "true", "yes", "on"].includes(v)) return true;
-  if (["0", "false", "no", "off"].includes(v)) return false;
-  throw new TypeError(`"${value}" is not a boolean (use true or false)`);
 }

@@ -1,15 +1,13 @@
-import { parseOriginPolicy } from "../http/cors.ts";
-import type { OriginPolicy } from "../http/cors.ts";
-import { parseListenAddress } from "../http/server.ts";
+import { type OriginPolicy, parseOriginPolicy } from "../http/cors.ts";
 import { type LedgerLocation, parseLedgerUri, type StoreCredentials } from "../ledger/mod.ts";
-import { parseRateLimit, type RateLimit } from "../funnel/limits.ts";
-import { type Env, parseBoolean, ProblemCollector } from "./errors.ts";
+import { pathProblem } from "../path/mod.ts";
+import { type Env, EnvReader, nonEmpty } from "./env.ts";
+import { type ListenAddress, parseBoolean, parseListenAddress } from "./parse.ts";
+import { parseRateLimit, type RateLimit } from "./rate_limit.ts";
 
-/** A host and port to listen on. */
-export interface ListenAddress {
-  readonly hostname: string;
-  readonly port: number;
-}
+export type { Env } from "./env.ts";
+export type { ListenAddress } from "./parse.ts";
+export type { RateLimit } from "./rate_limit.ts";
 
 /** How the funnel reaches its relay (RELAY_URL and friends). */
 export interface RelayTarget {
@@ -62,29 +60,28 @@ export const DEFAULT_KEY_FILE = "certs/server.key";
  * ```
  */
 export function loadFunnelConfig(env: Env): FunnelConfig {
-  const p = new ProblemCollector();
-  const ingest = p.read(env, "FUNNEL_ADDR", parseListenAddress) ??
+  const r = new EnvReader(env);
+  const ingest = r.value("FUNNEL_ADDR", parseListenAddress) ??
     parseListenAddress(DEFAULT_FUNNEL_ADDR);
-  const senderLimit = p.read(env, "FUNNEL_SENDER_LIMIT", parseRateLimit);
-  const trackLimit = p.read(env, "FUNNEL_TRACK_LIMIT", parseRateLimit);
-  const relayUrl = p.read(env, "RELAY_URL", parseRelayUrl);
+  const senderLimit = r.value("FUNNEL_SENDER_LIMIT", parseRateLimit);
+  const trackLimit = r.value("FUNNEL_TRACK_LIMIT", parseRateLimit);
+  const relayUrl = r.value("RELAY_URL", parseRelayUrl);
 
-  const signingKey = nonEmpty(env["RELAY_SIGNING_KEY"]);
-  const publish = nonEmpty(env["RELAY_PUBLISH"]);
+  const signingKey = r.text("RELAY_SIGNING_KEY");
+  const publish = r.text("RELAY_PUBLISH");
   if ((signingKey === undefined) !== (publish === undefined)) {
-    p.add(
+    r.problem(
       signingKey === undefined ? "RELAY_SIGNING_KEY" : "RELAY_PUBLISH",
       "RELAY_SIGNING_KEY and RELAY_PUBLISH must be set together",
     );
   }
-  if (publish !== undefined && (/^\/|\/$|\/\/|(^|\/)\.\.?(\/|$)/.test(publish))) {
-    p.add("RELAY_PUBLISH", `"${publish}" must be a broadcast path without leading or trailing /`);
-  }
-  const caFile = nonEmpty(env["RELAY_CA_FILE"]);
-  const insecure = p.read(env, "RELAY_TLS_INSECURE", parseBoolean) ?? false;
+  const publishProblem = publish === undefined ? undefined : pathProblem(publish, false);
+  if (publishProblem !== undefined) r.problem("RELAY_PUBLISH", `"${publish}" ${publishProblem}`);
+  const caFile = r.text("RELAY_CA_FILE");
+  const insecure = r.value("RELAY_TLS_INSECURE", parseBoolean) ?? false;
   if (!relayUrl) {
     for (const name of ["RELAY_SIGNING_KEY", "RELAY_PUBLISH", "RELAY_CA_FILE"]) {
-      if (nonEmpty(env[name]) !== undefined) p.add(name, "has no effect without RELAY_URL");
+      if (r.text(name) !== undefined) r.problem(name, "has no effect without RELAY_URL");
     }
   }
   const relay: RelayTarget | undefined = relayUrl && {
@@ -94,41 +91,43 @@ export function loadFunnelConfig(env: Env): FunnelConfig {
     ...(caFile ? { caFile } : {}),
   };
 
-  const serveText = nonEmpty(env["FUNNEL_SERVE_ADDR"]);
+  const serveText = r.text("FUNNEL_SERVE_ADDR");
   let serve: ListenAddress | undefined;
   if (serveText === undefined) {
     serve = relay ? undefined : parseListenAddress(DEFAULT_SERVE_ADDR);
   } else if (serveText.toLowerCase() === "none") {
     serve = undefined;
   } else {
-    serve = p.read(env, "FUNNEL_SERVE_ADDR", parseListenAddress);
+    serve = r.value("FUNNEL_SERVE_ADDR", parseListenAddress);
   }
 
   let ledger: LedgerLocation = { kind: "memory" };
   try {
     ledger = parseLedgerUri(env["LEDGER_URI"]);
   } catch (error) {
-    p.add("LEDGER_URI", (error as Error).message);
+    r.problem("LEDGER_URI", (error as Error).message);
   }
   const storeCredentials = readStoreCredentials(env);
   if (ledger.kind === "s3" && !storeCredentials) {
-    p.add("AWS_ACCESS_KEY_ID", "the s3 ledger needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
+    r.problem(
+      "AWS_ACCESS_KEY_ID",
+      "the s3 ledger needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+    );
   }
 
-  const certFile = nonEmpty(env["CERT_FILE"]) ?? DEFAULT_CERT_FILE;
-  const keyFile = nonEmpty(env["KEY_FILE"]) ?? DEFAULT_KEY_FILE;
-  const cors = p.read(env, "CORS_ALLOWED_ORIGINS", parseOriginPolicy) ??
-    parseOriginPolicy(undefined);
+  const certFile = r.text("CERT_FILE") ?? DEFAULT_CERT_FILE;
+  const keyFile = r.text("KEY_FILE") ?? DEFAULT_KEY_FILE;
+  const cors = r.value("CORS_ALLOWED_ORIGINS", parseOriginPolicy) ?? parseOriginPolicy(undefined);
 
-  const keys = nonEmpty(env["SLUICE_AUTH_KEYS"]);
-  const cacheFile = nonEmpty(env["SLUICE_AUTH_KEYS_CACHE"]);
-  const bearerToken = nonEmpty(env["SLUICE_RELAY_TOKEN"]);
+  const keys = r.text("SLUICE_AUTH_KEYS");
+  const cacheFile = r.text("SLUICE_AUTH_KEYS_CACHE");
+  const bearerToken = r.text("SLUICE_RELAY_TOKEN");
   const auth = keys === undefined ? undefined : {
     keys,
     ...(cacheFile ? { cacheFile } : {}),
     ...(bearerToken ? { bearerToken } : {}),
   };
-  p.throwIfAny();
+  r.finish();
   return {
     ingest,
     senderLimit,
@@ -167,15 +166,4 @@ function readStoreCredentials(env: Env): StoreCredentials | undefined {
   if (!accessKeyId || !secretAccessKey) return undefined;
   const sessionToken = nonEmpty(env["AWS_SESSION_TOKEN"]);
   return { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) };
-}
-
-function nonEmpty(value: string | undefined): string | undefined {
-  return value === undefined || value.trim() === "" ? undefined : value.trim();
-}
-
-/** The relay URL for display: the `jwt` parameter is masked. */
-export function describeRelayUrl(url: URL): string {
-  const shown = new URL(url.toString());
-  if (shown.searchParams.has("jwt")) shown.searchParams.set("jwt", "***");
-  return shown.toString();
 }

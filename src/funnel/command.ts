@@ -1,15 +1,16 @@
 import { errorText } from "../errors/mod.ts";
 import { ConfigError } from "../config/errors.ts";
-import { loadFunnelConfig } from "../config/funnel.ts";
+import { type Env, loadFunnelConfig } from "../config/funnel.ts";
 import { consoleLogger } from "../log/mod.ts";
 import { startFunnel } from "./funnel.ts";
 
 /**
  * `sluice funnel`: takes no flags or arguments; configuration comes from
- * the environment. Prints the startup summary, runs until SIGINT/SIGTERM,
- * then stops gracefully. Returns the process exit code.
+ * `env` (the process environment, passed by the command line). Prints the
+ * startup summary, runs until SIGINT/SIGTERM, then stops gracefully.
+ * Returns the process exit code.
  */
-export async function runFunnelCommand(args: readonly string[]): Promise<number> {
+export async function runFunnelCommand(args: readonly string[], env: Env): Promise<number> {
   if (args.length > 0) {
     console.error("sluice funnel takes no arguments; configure it with environment variables");
     return 2;
@@ -17,7 +18,7 @@ export async function runFunnelCommand(args: readonly string[]): Promise<number>
   const log = consoleLogger("funnel");
   let config;
   try {
-    config = loadFunnelConfig(Deno.env.toObject());
+    config = loadFunnelConfig(env);
   } catch (error) {
     if (error instanceof ConfigError) {
       console.error(error.message);

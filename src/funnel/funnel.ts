@@ -1,5 +1,6 @@
 import { createVerifier, keySourceFrom, type Verifier } from "../auth/mod.ts";
 import type { FunnelConfig } from "../config/funnel.ts";
+import { formatListenAddress } from "../config/parse.ts";
 import { type RunningServer, startHttpServer } from "../http/mod.ts";
 import {
   describeLedgerLocation,
@@ -9,7 +10,7 @@ import {
   openBackend,
 } from "../ledger/mod.ts";
 import { consoleLogger, type Logger } from "../log/mod.ts";
-import { type LiveOptions, type LiveSide, startLive } from "./live/start.ts";
+import { type LiveConfig, type LiveOptions, type LiveSide, startLive } from "./live/start.ts";
 import { funnelHandler } from "./routes.ts";
 import { FunnelService } from "./service.ts";
 import { fanOut, type RecordSink } from "./sink.ts";
@@ -51,7 +52,7 @@ export interface RunningFunnel {
  *
  * @example
  * ```ts
- * const funnel = await startFunnel(loadFunnelConfig(Deno.env.toObject()));
+ * const funnel = await startFunnel(loadFunnelConfig({ FUNNEL_ADDR: ":8090" }));
  * console.log(funnel.summary.join("\n"));
  * ```
  */
@@ -78,7 +79,7 @@ export async function startFunnel(
         }),
       );
     }
-    live = await startLive(config, verifier, log, deps.live);
+    live = await startLive(liveConfig(config), verifier, log, deps.live);
     sink = deps.sink ? fanOut(live.sink, deps.sink) : live.sink;
     await restoreTracks(ledger, sink);
     const service = new FunnelService({
@@ -117,7 +118,7 @@ export async function startFunnel(
   // Dial only after restore, so the first relay session announces every recorded track.
   liveSide.connect();
   const summary = [
-    `Ingest: http://${hostForUrl(running.addr.hostname)}:${running.addr.port}`,
+    `Ingest: http://${formatListenAddress(running.addr)}`,
     `Relay: ${liveSide.relayLine}`,
     `Serve: ${liveSide.serveLine}`,
     `Ledger: ${describeLedgerLocation(config.ledger)}`,
@@ -147,6 +148,14 @@ async function restoreTracks(ledger: Ledger, sink: RecordSink): Promise<void> {
   }
 }
 
-function hostForUrl(hostname: string): string {
-  return hostname.includes(":") ? `[${hostname}]` : hostname;
+// The live side takes only what it uses: where to publish, what to serve, and CORS.
+function liveConfig(config: FunnelConfig): LiveConfig {
+  const serve = config.serve && {
+    hostname: config.serve.hostname,
+    port: config.serve.port,
+    certFile: config.certFile,
+    keyFile: config.keyFile,
+    defaultCertificate: config.defaultCertificate,
+  };
+  return { relay: config.relay, serve, cors: config.cors };
 }

@@ -19,6 +19,12 @@ export {
 } from "./routes.ts";
 export type { RecordSink } from "./sink.ts";
 export {
+  InvalidRequestError,
+  NotFoundError,
+  RateLimitedError,
+  type RateLimitScope,
+} from "./errors.ts";
+export {
   type LiveListener,
   type LiveOptions,
   LivePublisher,
@@ -31,7 +37,8 @@ export {
   type RelayState,
   startLiveListener,
 } from "./live/mod.ts";
-export { parseRateLimit, type RateLimit, RateLimiter, type TakeResult } from "./limits.ts";
+export { RateLimiter, type TakeResult } from "./limits.ts";
+export type { RateLimit } from "../config/rate_limit.ts";
 export { IDEMPOTENCY_KEYS_PER_TRACK, IdempotencyCache, type PostAnswer } from "./idempotency.ts";
 export { MAX_BODY_BYTES, readJsonBody } from "./body.ts";
 export { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from "./history.ts";

@@ -1,9 +1,16 @@
 import { type Context, Hono } from "hono";
 import type { Verifier } from "../auth/mod.ts";
-import { corsHeaders, HttpProblem, type OriginPolicy, problemResponse } from "../http/mod.ts";
+import {
+  cors,
+  type CorsOptions,
+  HttpProblem,
+  type OriginPolicy,
+  problemResponse,
+} from "../http/mod.ts";
 import { parseTrackPath, type TrackPath } from "../ledger/mod.ts";
 import { authorize, type FunnelAction } from "./access.ts";
 import { readJsonBody } from "./body.ts";
+import { errorResponse } from "./error_response.ts";
 import { committedJson, DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from "./history.ts";
 import { idempotencyKeyProblem, type PostAnswer } from "./idempotency.ts";
 import type { FunnelService } from "./service.ts";
@@ -24,7 +31,7 @@ export interface FunnelRoutesOptions {
 export type FunnelEnv = { Bindings: { remoteAddr?: Deno.NetAddr } };
 
 const TRACK_METHODS = ["GET", "POST", "PUT", "DELETE"];
-const CORS = {
+const CORS: CorsOptions = {
   methods: [...TRACK_METHODS, "OPTIONS"],
   allowHeaders: ["authorization", "content-type", "idempotency-key"],
   exposeHeaders: ["retry-after", "location", "www-authenticate"],
@@ -33,7 +40,7 @@ const CORS = {
 /**
  * The funnel's HTTP API as a Hono app: POST, PUT, GET and DELETE on
  * `/tracks/<broadcast path>/<track>`, plus `/health`. Errors become
- * problem+json in one place (`onError`).
+ * problem+json in one place (`onError`, through `errorResponse`).
  *
  * @example
  * ```ts
@@ -45,20 +52,14 @@ export function funnelRoutes(options: FunnelRoutesOptions): Hono<FunnelEnv> {
   const { service, verifier } = options;
   const app = new Hono<FunnelEnv>();
 
-  // Same-origin-only (the default) sends no CORS headers, so skip the middleware entirely.
-  if (options.cors.any || options.cors.origins.size > 0) {
+  // Same-origin-only (the default) has no CORS handler, so no middleware at all.
+  const corsHandler = cors(options.cors, CORS);
+  if (corsHandler) {
     app.use("*", async (c, next) => {
-      const origin = c.req.header("origin") ?? null;
-      const preflight = c.req.method === "OPTIONS" &&
-        c.req.header("access-control-request-method") !== undefined;
-      const headers = corsHeaders(options.cors, origin, preflight, CORS);
-      if (preflight) {
-        return new Response(null, { status: headers ? 204 : 403, headers: headers ?? {} });
-      }
+      const preflight = corsHandler.preflight(c.req.raw);
+      if (preflight) return preflight;
       await next();
-      if (headers) {
-        for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
-      }
+      corsHandler.apply(c.req.raw, c.res.headers);
       return undefined;
     });
   }
@@ -110,7 +111,7 @@ export function funnelRoutes(options: FunnelRoutesOptions): Hono<FunnelEnv> {
     problemResponse(404, "No such endpoint; tracks live at /tracks/<broadcast path>/<track>")
   );
 
-  app.onError(errorAnswer(options));
+  app.onError((error) => errorResponse(error, options.logError));
 
   return app;
 }
@@ -125,9 +126,9 @@ export function funnelHandler(
 ): (request: Request, info: { remoteAddr: Deno.NetAddr }) => Response | Promise<Response> {
   const app = funnelRoutes(options);
   const post = trackPoster(options);
-  const fail = errorAnswer(options);
+  const fail = (error: unknown) => errorResponse(error, options.logError);
   // CORS headers are added by the router's middleware, so those requests take the router.
-  const direct = !(options.cors.any || options.cors.origins.size > 0);
+  const direct = cors(options.cors, CORS) === undefined;
   return (request, info) => {
     if (direct && request.method === "POST") {
       const raw = rawPathOf(request.url);
@@ -159,17 +160,6 @@ function trackPoster(
 }
 
 const REPLAYED = { "idempotent-replayed": "true" };
-
-/** Problems become problem+json; anything else is logged and answered 500. */
-function errorAnswer(options: FunnelRoutesOptions): (error: unknown) => Response {
-  return (error) => {
-    if (error instanceof HttpProblem) {
-      return problemResponse(error.status, error.message, { ...error.headers });
-    }
-    options.logError?.("Request failed", error);
-    return problemResponse(500, "The request failed inside the funnel; it has been logged");
-  };
-}
 
 /**
  * The track path of a request, from the raw request target: `new URL()`

@@ -8,10 +8,11 @@ import {
   type TrackLedger,
   type TrackPath,
 } from "../ledger/mod.ts";
-import { HttpProblem } from "../http/mod.ts";
+import { InvalidRequestError, NotFoundError, RateLimitedError } from "./errors.ts";
 import { historyPageJson } from "./history.ts";
 import { IdempotencyCache, type PostAnswer } from "./idempotency.ts";
-import { type RateLimit, RateLimiter } from "./limits.ts";
+import type { RateLimit } from "../config/rate_limit.ts";
+import { RateLimiter } from "./limits.ts";
 import type { RecordSink } from "./sink.ts";
 
 /** Options of {@link FunnelService}. */
@@ -42,7 +43,8 @@ export interface Poster {
 /**
  * The funnel's operations on tracks, independent of HTTP: posting with
  * idempotency and rate limits, creating, paging history and redacting.
- * Failures a client must see are thrown as {@link HttpProblem}.
+ * Failures a client must see are thrown as the domain errors of
+ * `errors.ts`, `LedgerError("unavailable")` when storage cannot be reached.
  */
 export class FunnelService {
   readonly #ledger: Ledger;
@@ -82,12 +84,7 @@ export class FunnelService {
     if (cache && idempotencyKey !== undefined) {
       cache.remember(poster.sender, idempotencyKey, committing.then(answerOf));
     }
-    let entry: LedgerEntry;
-    try {
-      entry = await committing;
-    } catch (error) {
-      return translate(error);
-    }
+    const entry = await committing;
     return { group: entryGroup(entry), wallclock: entry.wallclock, replayed: false };
   }
 
@@ -111,7 +108,7 @@ export class FunnelService {
       beforeSeq = id.epoch > 1 ? undefined : id.seq;
       if (beforeSeq === 0) return historyPageJson([]);
     }
-    const entries = await track.backend.readBefore(beforeSeq, limit).catch(translate);
+    const entries = await track.backend.readBefore(beforeSeq, limit);
     return historyPageJson(entries);
   }
 
@@ -125,8 +122,7 @@ export class FunnelService {
     sender: string | undefined,
   ): Promise<PostAnswer | undefined> {
     if (group === undefined || group === "") {
-      throw new HttpProblem(
-        400,
+      throw new InvalidRequestError(
         "The group query parameter is required, e.g. ?group=e000001-g00000000",
       );
     }
@@ -134,10 +130,10 @@ export class FunnelService {
     try {
       id = parseGroupId(group);
     } catch (error) {
-      throw new HttpProblem(400, (error as Error).message);
+      throw new InvalidRequestError((error as Error).message);
     }
     const track = await this.#existing(path);
-    if (id.epoch !== 1) throw new HttpProblem(404, `No group ${group} in this track`);
+    if (id.epoch !== 1) throw new NotFoundError(`No group ${group} in this track`);
     try {
       const outcome = await track.redact(id.seq, sender);
       if (outcome.already) return undefined;
@@ -145,12 +141,12 @@ export class FunnelService {
       return { group: entryGroup(entry), wallclock: entry.wallclock };
     } catch (error) {
       if (error instanceof TypeError) {
-        throw new HttpProblem(400, `Group ${group} is a redaction; it cannot be redacted`);
+        throw new InvalidRequestError(`Group ${group} is a redaction; it cannot be redacted`);
       }
       if (error instanceof LedgerError && error.kind === "not_found") {
-        throw new HttpProblem(404, `No group ${group} in this track`);
+        throw new NotFoundError(`No group ${group} in this track`);
       }
-      return translate(error);
+      throw error;
     }
   }
 
@@ -158,33 +154,33 @@ export class FunnelService {
     // Peek both before taking either, so a refusal by one limit costs nothing from the other.
     const sender = this.#senderLimiter?.peek(`${track}\u0000${limitKey}`);
     if (sender && !sender.ok) {
-      throw new HttpProblem(429, "This sender is over its record rate for the track; retry later", {
-        "retry-after": String(sender.retryAfterSeconds),
-      });
+      throw new RateLimitedError(
+        "sender",
+        sender.retryAfterSeconds,
+        "This sender is over its record rate for the track; retry later",
+      );
     }
     const trackResult = this.#trackLimiter?.take(track);
     if (trackResult && !trackResult.ok) {
-      throw new HttpProblem(429, "The track is over its record rate; retry later", {
-        "retry-after": String(trackResult.retryAfterSeconds),
-      });
+      throw new RateLimitedError(
+        "track",
+        trackResult.retryAfterSeconds,
+        "The track is over its record rate; retry later",
+      );
     }
     this.#senderLimiter?.take(`${track}\u0000${limitKey}`);
   }
 
   async #existing(path: TrackPath): Promise<TrackLedger> {
     const track = await this.#track(path, false);
-    if (!track) throw new HttpProblem(404, `No track ${trackKey(path)}`);
+    if (!track) throw new NotFoundError(`No track ${trackKey(path)}`);
     return track;
   }
 
   #track(path: TrackPath, create: true): Promise<TrackLedger>;
   #track(path: TrackPath, create: false): Promise<TrackLedger | undefined>;
-  async #track(path: TrackPath, create: boolean): Promise<TrackLedger | undefined> {
-    try {
-      return await this.#ledger.track(path, create);
-    } catch (error) {
-      return translate(error);
-    }
+  #track(path: TrackPath, create: boolean): Promise<TrackLedger | undefined> {
+    return this.#ledger.track(path, create);
   }
 
   // Keys of the track's last 1024 records are recovered from the ledger once,
@@ -205,7 +201,7 @@ export class FunnelService {
       this.#idempotency.set(key, loading);
       loading.catch(() => this.#idempotency.delete(key));
     }
-    return loading.catch(translate);
+    return loading;
   }
 }
 
@@ -217,21 +213,6 @@ function parseBefore(text: string) {
   try {
     return parseGroupId(text);
   } catch (error) {
-    throw new HttpProblem(400, `before: ${(error as Error).message}`);
+    throw new InvalidRequestError(`before: ${(error as Error).message}`);
   }
-}
-
-/** Turns storage failures into client-facing problems; anything else propagates as a 500. */
-function translate(error: unknown): never {
-  if (error instanceof HttpProblem) throw error;
-  if (error instanceof LedgerError && error.kind === "unavailable") {
-    throw new HttpProblem(
-      503,
-      "The ledger is unavailable; the record was not stored. Retry later",
-      {
-        "retry-after": "1",
-      },
-    );
-  }
-  throw error;
 }

@@ -1,9 +1,11 @@
 /**
  * HTTP pieces shared by the funnel and the relay: problem+json errors, CORS,
- * and a server that starts on a known address and stops gracefully.
+ * WebTransport admission, and a server that starts on a known address and
+ * stops gracefully.
  *
  * @module
  */
 export * from "./problem.ts";
 export * from "./cors.ts";
 export * from "./server.ts";
+export * from "./webtransport_admission.ts";

@@ -57,16 +57,3 @@ export function startHttpServer(
     return Promise.reject(error);
   }
 }
-
-/**
- * Parses a listen address such as `:8090`, `127.0.0.1:8090` or `[::1]:8090`.
- * An empty host means every interface. Throws `TypeError` when malformed.
- */
-export function parseListenAddress(text: string): { hostname: string; port: number } {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\[\]]*)):(\d{1,5})$/.exec(text.trim());
-  if (!m) throw new TypeError(`"${text}" is not a listen address such as :8090 or 127.0.0.1:8090`);
-  const port = Number(m[3]);
-  if (port > 65535) throw new TypeError(`"${text}": port ${port} is out of range`);
-  const hostname = m[1] ?? (m[2] === "" ? "0.0.0.0" : m[2]!);
-  return { hostname, port };
-}

@@ -1,4 +1,5 @@
-import { segmentProblem, trackKey, type TrackPath } from "./track_path.ts";
+import { segmentProblem } from "../path/mod.ts";
+import { trackKey, type TrackPath } from "./track_path.ts";
 
 /** Longest readable storage name; longer track paths are stored under a hash. */
 const MAX_READABLE = 160;

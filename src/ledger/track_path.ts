@@ -1,3 +1,5 @@
+import { MAX_PATH_BYTES, segmentProblem } from "../path/mod.ts";
+
 /**
  * A validated track address: a broadcast path of one or more segments and
  * a track name. Construct one with {@link parseTrackPath}; every backend may
@@ -10,22 +12,8 @@ export interface TrackPath {
   readonly track: string;
 }
 
-/** Largest accepted track path, in UTF-8 bytes, after decoding. */
-export const MAX_TRACK_PATH_BYTES = 1024;
-
-// Control characters (C0, DEL, C1) are never part of a valid segment.
-// deno-lint-ignore no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-
-/** Checks one decoded segment; returns the reason it is refused, if it is. */
-export function segmentProblem(segment: string): string | undefined {
-  if (segment === "") return "a segment is empty";
-  if (segment === "." || segment === "..") return `segment "${segment}" is not allowed`;
-  if (segment.includes("/")) return "a segment contains an encoded slash";
-  if (segment.includes("\\")) return "a segment contains a backslash";
-  if (CONTROL.test(segment)) return "a segment contains a control character";
-  return undefined;
-}
+// The ledger's API has always offered these; the rules themselves live in src/path.
+export { MAX_PATH_BYTES as MAX_TRACK_PATH_BYTES, segmentProblem } from "../path/mod.ts";
 
 /**
  * Parses the raw (percent-encoded) segments after `/tracks/` into a
@@ -58,10 +46,10 @@ export function parseTrackPath(raw: string): TrackPath {
   const joined = decoded.join("/");
   // A UTF-16 unit is at most 3 UTF-8 bytes, so short paths need no encoding.
   if (
-    joined.length * 3 > MAX_TRACK_PATH_BYTES &&
-    new TextEncoder().encode(joined).length > MAX_TRACK_PATH_BYTES
+    joined.length * 3 > MAX_PATH_BYTES &&
+    new TextEncoder().encode(joined).length > MAX_PATH_BYTES
   ) {
-    throw new SyntaxError(`Invalid track path: longer than ${MAX_TRACK_PATH_BYTES} bytes`);
+    throw new SyntaxError(`Invalid track path: longer than ${MAX_PATH_BYTES} bytes`);
   }
   const track = decoded.pop()!;
   return { broadcast: decoded, track };

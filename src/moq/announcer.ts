@@ -1,4 +1,4 @@
-import { hasPrefix, normalizePath } from "./path.ts";
+import { normalizePath, prefixCovers } from "../path/mod.ts";
 
 /** A change to the set of announced broadcasts. */
 export interface AnnounceEvent {
@@ -69,7 +69,7 @@ export class Announcer {
     const p = normalizePath(prefix);
     const out: AnnounceEvent[] = [];
     for (const [path, e] of this.#entries) {
-      if (hasPrefix(path, p)) out.push({ path, active: true, hops: e.hops });
+      if (prefixCovers(p, path)) out.push({ path, active: true, hops: e.hops });
     }
     return out;
   }
@@ -82,7 +82,7 @@ export class Announcer {
   subscribe(prefix: string, listener: Listener): { snapshot: AnnounceEvent[]; stop: () => void } {
     const p = normalizePath(prefix);
     const filtered: Listener = (e) => {
-      if (hasPrefix(e.path, p)) listener(e);
+      if (prefixCovers(p, e.path)) listener(e);
     };
     this.#listeners.add(filtered);
     return { snapshot: this.active(p), stop: () => this.#listeners.delete(filtered) };

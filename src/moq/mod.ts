@@ -39,6 +39,6 @@ export {
 export { type AnnounceEvent, type Announcement, Announcer } from "./announcer.ts";
 export { MoqCode, MoqError, type MoqErrorKind } from "./errors.ts";
 export { MoqStats } from "./stats.ts";
-export { hasPrefix, joinPath, normalizePath, pathSuffix, wirePath, wirePrefix } from "./path.ts";
+export { wirePath, wirePrefix } from "./path.ts";
 export { type TrackInfo, type Version, VERSIONS } from "./codec/messages.ts";
 export { DecodeError } from "../wire/mod.ts";

@@ -1,4 +1,5 @@
-import { AuthError, type Grant, prefixCovers, type Verifier } from "../auth/mod.ts";
+import { AuthError, type Grant, tokenFromUrl, type Verifier } from "../auth/mod.ts";
+import { prefixCovers } from "../path/mod.ts";
 
 /** What an admitted session may do. */
 export interface Admission {
@@ -47,8 +48,8 @@ export async function admitSession(
 ): Promise<Admission> {
   const root = sessionRoot(url);
   if (verifier === undefined) return { grant: undefined, root };
-  const token = url?.searchParams.get("jwt") ?? undefined;
-  if (token === undefined || token === "") {
+  const token = url === undefined ? undefined : tokenFromUrl(url);
+  if (token === undefined) {
     throw new AuthError("missing", "The session URL carries no jwt query parameter");
   }
   const grant = await verifier.verify(token);

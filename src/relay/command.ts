@@ -1,4 +1,6 @@
-import { loadRelayConfig, RelayConfigError, runtimeV8FlagsArgument } from "../config/relay.ts";
+import { ConfigError } from "../config/errors.ts";
+import { runtimeV8FlagsArgument } from "../config/gc.ts";
+import { loadRelayConfig } from "../config/relay.ts";
 import { ReexecNotAllowedError } from "./reexec.ts";
 import { runRelay } from "./run.ts";
 
@@ -12,8 +14,8 @@ export async function runRelayCommand(env: Record<string, string | undefined>): 
     const cli = runtimeV8FlagsArgument();
     config = loadRelayConfig(env, cli === undefined ? {} : { cliV8Flags: cli });
   } catch (e) {
-    if (e instanceof RelayConfigError) {
-      console.error(`sluice relay: ${e.message}`);
+    if (e instanceof ConfigError) {
+      for (const p of e.details) console.error(`sluice relay: ${p.variable} ${p.message}`);
       return 2;
     }
     throw e;

@@ -1,12 +1,8 @@
 import { getHeapStatistics } from "node:v8";
-import {
-  type GcResolution,
-  loadRelayConfig,
-  RelayConfigError,
-  resolveGc,
-  runtimeV8FlagsArgument,
-  type Setting,
-} from "../config/relay.ts";
+import type { Setting } from "../config/env.ts";
+import { ConfigError } from "../config/errors.ts";
+import { type GcResolution, resolveGc, runtimeV8FlagsArgument } from "../config/gc.ts";
+import { loadRelayConfig } from "../config/relay.ts";
 
 /** The heading line doctor prints first. */
 export const DOCTOR_HEADING = "sluice relay: effective runtime configuration";
@@ -92,8 +88,10 @@ export function runDoctor(
   try {
     gc = resolveGc(env, options.cliV8Flags);
   } catch (e) {
-    if (!(e instanceof RelayConfigError)) throw e;
-    print(`Garbage collector (V8): invalid setting: ${e.message}`);
+    if (!(e instanceof ConfigError)) throw e;
+    for (const p of e.details) {
+      print(`Garbage collector (V8): invalid setting: ${p.variable} ${p.message}`);
+    }
     return 1;
   }
   for (const l of renderGcBlock(gc, options.heapLimitMb)) print(l);
@@ -118,8 +116,8 @@ export function runDoctor(
       ] as Setting<unknown>[]
     ) print(line(s));
   } catch (e) {
-    if (!(e instanceof RelayConfigError)) throw e;
-    print(`Relay settings: invalid setting ${e.variable}: ${e.message}`);
+    if (!(e instanceof ConfigError)) throw e;
+    for (const p of e.details) print(`Relay settings: invalid setting ${p.variable}: ${p.message}`);
     return 1;
   }
   return 0;

@@ -6,13 +6,7 @@
  * @module
  */
 export { DOCTOR_HEADING, type DoctorOptions, renderGcBlock, runDoctor } from "./doctor.ts";
-export {
-  type RelayOptions,
-  type RunningRelay,
-  startRelay,
-  webTransportAdmission,
-} from "./server.ts";
-export { loadRelayTls, type RelayTls } from "./tls.ts";
+export { type RelayOptions, type RunningRelay, startRelay } from "./server.ts";
 export { createRelayMetrics, type RelayMetrics } from "./relay_metrics.ts";
 export { RelayCore, SubscribeError } from "./relay_core.ts";
 export { runRelay, type RunRelayIo } from "./run.ts";

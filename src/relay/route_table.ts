@@ -1,3 +1,4 @@
+import { prefixCovers } from "../path/mod.ts";
 import type { RelayMetrics } from "./relay_metrics.ts";
 import type { UpstreamTrack } from "./distributor.ts";
 import { RateMeter } from "./rate_meter.ts";
@@ -50,11 +51,6 @@ interface Candidate {
   source: RouteSource;
   announcedAt: number;
   ended: boolean;
-}
-
-/** True when `prefix` (no leading slash, "" for all) covers `path` at a segment boundary. */
-export function prefixCovers(prefix: string, path: string): boolean {
-  return prefix === "" || path === prefix || path.startsWith(prefix + "/");
 }
 
 /**

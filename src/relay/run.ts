@@ -1,8 +1,8 @@
 import { createVerifier, keySourceFrom, type Verifier } from "../auth/mod.ts";
+import { loadServingCertificate } from "../certs/mod.ts";
 import type { RelayConfig } from "../config/relay.ts";
 import { reexecWithV8Flags } from "./reexec.ts";
 import { startRelay } from "./server.ts";
-import { loadRelayTls } from "./tls.ts";
 
 /** I/O of {@link runRelay}. */
 export interface RunRelayIo {
@@ -36,7 +36,13 @@ function signals(): { promise: Promise<string>; dispose: () => void } {
 export async function runRelay(config: RelayConfig, io: RunRelayIo = {}): Promise<number> {
   const log = io.log ?? ((l: string) => console.error(l));
   if (config.gc.apply.length > 0) return await reexecWithV8Flags(config.gc, log);
-  const tls = await loadRelayTls({ certFile: config.certFile, keyFile: config.keyFile, log });
+  const tls = await loadServingCertificate({
+    certFile: config.certFile.value,
+    keyFile: config.keyFile.value,
+    defaultCertificate: config.certFile.source === "default" && config.keyFile.source === "default",
+    server: "relay",
+    log: (line) => log(`relay: ${line}`),
+  });
   let verifier: Verifier | undefined;
   const keys = config.authKeys.value;
   if (keys !== undefined) {

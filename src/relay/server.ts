@@ -1,14 +1,14 @@
 import { errorStack } from "../errors/mod.ts";
-import { AuthError, type Verifier } from "../auth/mod.ts";
-import { problemResponse, type RunningServer, startHttpServer } from "../http/mod.ts";
-import { VERSIONS } from "../moq/mod.ts";
+import type { Verifier } from "../auth/mod.ts";
 import {
-  type Admission as WtAdmission,
-  chooseProtocol,
-  listen,
-  type Listener,
-  type WebTransportRequest,
-} from "../transport/mod.ts";
+  originPolicy,
+  problemResponse,
+  type RunningServer,
+  startHttpServer,
+  webTransportAdmission,
+} from "../http/mod.ts";
+import { VERSIONS } from "../moq/mod.ts";
+import { listen, type Listener } from "../transport/mod.ts";
 import { admitSession } from "./admission.ts";
 import { createRelayHandler } from "./http_handler.ts";
 import { RelayCore } from "./relay_core.ts";
@@ -51,27 +51,6 @@ export interface RunningRelay {
   readonly core: RelayCore;
   /** Stops accepting, closes every session and the HTTP server. */
   stop(): Promise<void>;
-}
-
-/** The WebTransport admission: protocol, Origin (CORS_ALLOWED_ORIGINS), then the credential. */
-export function webTransportAdmission(
-  origins: readonly string[] | "*",
-  verifier: Verifier | undefined,
-): (req: WebTransportRequest) => Promise<WtAdmission> {
-  return async (req) => {
-    const protocol = chooseProtocol(req.protocols, VERSIONS);
-    if (protocol === undefined) return { status: 400, reason: "No supported protocol offered" };
-    if (req.origin !== undefined && origins !== "*" && !origins.includes(req.origin)) {
-      return { status: 403, reason: `Origin ${req.origin} is not allowed` };
-    }
-    try {
-      await admitSession(req.url, verifier);
-    } catch (e) {
-      if (e instanceof AuthError) return { status: e.status, reason: e.message };
-      throw e;
-    }
-    return { status: 200, protocol };
-  };
 }
 
 /**
@@ -128,7 +107,13 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
         certPem: options.tls.certPem,
         keyPem: options.tls.keyPem,
         protocols: VERSIONS,
-        admitWebTransport: webTransportAdmission(options.corsAllowedOrigins, options.verifier),
+        // The funnel's listener's rule: besides CORS_ALLOWED_ORIGINS, a page of the relay's
+        // own origin is admitted (the relay serves none, so in practice nothing changes).
+        admitWebTransport: webTransportAdmission({
+          protocols: VERSIONS,
+          origins: originPolicy(options.corsAllowedOrigins),
+          admitCredential: (url) => admitSession(url, options.verifier),
+        }),
         onSession: (s) => sessions.handle(s),
       }), (port) =>
       startHttpServer(handler, {

@@ -3,7 +3,6 @@ import {
   AuthError,
   type Grant,
   parseScope,
-  prefixCovers,
   requireAllowed,
   type Scope,
   unrestrictedGrant,
@@ -18,15 +17,6 @@ function grant(scopes: unknown[], keyPrefix?: string): Grant {
     keyPrefix,
   );
 }
-
-Deno.test("a prefix covers itself and what follows a slash, not a longer segment", () => {
-  assert.ok(prefixCovers("a/b", "a/b"));
-  assert.ok(prefixCovers("a/b", "a/b/c"));
-  assert.ok(!prefixCovers("a/b", "a/bc"));
-  assert.ok(!prefixCovers("a/b", "a"));
-  assert.ok(!prefixCovers("a/b", "x/a/b"));
-  assert.ok(prefixCovers("", "anything/at/all"));
-});
 
 Deno.test("broadcast prefix scopes respect segment boundaries", () => {
   const g = grant([{ actions: ["post"], broadcast: { prefix: "a/b" } }]);

@@ -17,14 +17,15 @@ Deno.test("normalizePath drops outer slashes and empty segments", () => {
   assert.equal(normalizePath(""), "");
 });
 
-Deno.test("prefixCovers matches whole segments only", () => {
+// Moved from tests/auth/grant_test.ts (auth re-exports this prefixCovers), with two more cases.
+Deno.test("a prefix covers itself and what follows a slash, not a longer segment", () => {
   assert.ok(prefixCovers("a/b", "a/b"));
   assert.ok(prefixCovers("a/b", "a/b/c"));
   assert.ok(!prefixCovers("a/b", "a/bc"));
   assert.ok(!prefixCovers("a/b", "a"));
   assert.ok(!prefixCovers("a/b", "x/a/b"));
-  assert.ok(prefixCovers("", ""));
   assert.ok(prefixCovers("", "anything/at/all"));
+  assert.ok(prefixCovers("", ""));
   assert.ok(!prefixCovers("a", ""));
 });
 

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { createVerifier, MemoryKeySource, signToken } from "../../src/auth/mod.ts";
+import { originPolicy, webTransportAdmission } from "../../src/http/mod.ts";
+import { VERSIONS } from "../../src/moq/mod.ts";
 import { admitSession, sessionRoot } from "../../src/relay/admission.ts";
-import { webTransportAdmission } from "../../src/relay/mod.ts";
 import type { WebTransportRequest } from "../../src/transport/webtransport/mod.ts";
 import { keySetOf, makeKey } from "../auth/helpers.ts";
 
@@ -25,7 +26,11 @@ Deno.test("WebTransport admission: protocol, origin, then credential", async () 
   const token = await signToken(key.privateJwk, {
     scopes: [{ actions: ["publish"], broadcast: { prefix: "live" } }],
   });
-  const admit = webTransportAdmission(["https://app.example"], verifier);
+  const admit = webTransportAdmission({
+    protocols: VERSIONS,
+    origins: originPolicy(["https://app.example"]),
+    admitCredential: (url) => admitSession(url, verifier),
+  });
   assert.equal((await admit(request("https://r/", ["moq-transport-07"]))).status, 400);
   assert.equal(
     (await admit(request(`https://r/?jwt=${token}`, ["moq-lite-05"], "https://x.example"))).status,
@@ -40,7 +45,11 @@ Deno.test("WebTransport admission: protocol, origin, then credential", async () 
     { status: 200, protocol: "moq-lite-05" },
   );
   // No key set: anything with a supported protocol is admitted.
-  const open = webTransportAdmission("*", undefined);
+  const open = webTransportAdmission({
+    protocols: VERSIONS,
+    origins: originPolicy("*"),
+    admitCredential: (url) => admitSession(url, undefined),
+  });
   assert.deepEqual(await open(request("https://r/x", [])), {
     status: 200,
     protocol: "moq-lite-04",

@@ -1,14 +1,7 @@
-import { AuthError, type Grant, type Verifier } from "../../auth/mod.ts";
+import { AuthError, type Grant, tokenFromUrl, type Verifier } from "../../auth/mod.ts";
 
 /** What admission needs of a verifier: checking one credential. */
 export type CredentialCheck = Pick<Verifier, "verify">;
-import { originAllowed, type OriginPolicy } from "../../http/mod.ts";
-import { VERSIONS } from "../../moq/mod.ts";
-import {
-  type Admission as WtAdmission,
-  chooseProtocol,
-  type WebTransportRequest,
-} from "../../transport/webtransport/mod.ts";
 
 /**
  * Admits a subscriber session by the `jwt` query parameter of its URL.
@@ -21,8 +14,8 @@ export async function admitSubscriber(
   verifier: CredentialCheck | undefined,
 ): Promise<Grant | undefined> {
   if (verifier === undefined) return undefined;
-  const token = url?.searchParams.get("jwt") ?? "";
-  if (token === "") {
+  const token = url === undefined ? undefined : tokenFromUrl(url);
+  if (token === undefined) {
     throw new AuthError("missing", "The session URL carries no jwt query parameter");
   }
   const grant = await verifier.verify(token);
@@ -39,33 +32,4 @@ export async function admitSubscriber(
 export function mayRead(grant: Grant | undefined, broadcast: string, track?: string): boolean {
   if (grant === undefined) return true;
   return grant.allows("subscribe", broadcast, track) || grant.allows("fetch", broadcast, track);
-}
-
-/**
- * The own listener's WebTransport admission: a supported protocol, an
- * allowed Origin (CORS_ALLOWED_ORIGINS; unset allows only the listener's own
- * origin and clients that send none), then the credential — all before the
- * session is accepted.
- */
-export function webTransportAdmission(
-  cors: OriginPolicy,
-  verifier: CredentialCheck | undefined,
-): (request: WebTransportRequest) => Promise<WtAdmission> {
-  return async (request) => {
-    const protocol = chooseProtocol(request.protocols, VERSIONS);
-    if (protocol === undefined) return { status: 400, reason: "No supported protocol offered" };
-    const origin = request.origin;
-    if (origin !== undefined && origin !== request.url.origin && !originAllowed(cors, origin)) {
-      return { status: 403, reason: `Origin ${origin} is not allowed` };
-    }
-    try {
-      await admitSubscriber(request.url, verifier);
-    } catch (error) {
-      if (error instanceof AuthError) {
-        return { status: error.status, reason: error.message };
-      }
-      throw error;
-    }
-    return { status: 200, protocol };
-  };
 }

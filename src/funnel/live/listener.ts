@@ -1,16 +1,11 @@
 import { errorText } from "../../errors/mod.ts";
 import type { Grant } from "../../auth/mod.ts";
-import type { OriginPolicy } from "../../http/mod.ts";
+import { type OriginPolicy, webTransportAdmission } from "../../http/mod.ts";
 import type { Logger } from "../../log/mod.ts";
 import { accept, MoqError, type MoqSession, VERSIONS } from "../../moq/mod.ts";
 import { listen } from "../../transport/listener.ts";
 import type { Session } from "../../transport/mod.ts";
-import {
-  admitSubscriber,
-  type CredentialCheck,
-  mayRead,
-  webTransportAdmission,
-} from "./admission.ts";
+import { admitSubscriber, type CredentialCheck, mayRead } from "./admission.ts";
 import type { LivePublisher } from "./publisher.ts";
 
 /** Options of {@linkcode startLiveListener}. */
@@ -118,7 +113,12 @@ export async function startLiveListener(options: LiveListenerOptions): Promise<L
     certPem: options.certPem,
     keyPem: options.keyPem,
     protocols: VERSIONS,
-    admitWebTransport: webTransportAdmission(options.cors, verifier),
+    // Unset CORS_ALLOWED_ORIGINS admits only the listener's own origin and clients that send none.
+    admitWebTransport: webTransportAdmission({
+      protocols: VERSIONS,
+      origins: options.cors,
+      admitCredential: (url) => admitSubscriber(url, verifier),
+    }),
     onSession: (session) => {
       if (stopped) {
         session.close(0, "funnel stopping");

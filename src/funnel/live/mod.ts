@@ -35,6 +35,7 @@
 export { LivePublisher, type LivePublisherOptions } from "./publisher.ts";
 export { type LiveListener, type LiveListenerOptions, startLiveListener } from "./listener.ts";
 export {
+  describeRelayUrl,
   type RedialTimers,
   RELAY_REDIAL_MS,
   RelayClient,
@@ -42,11 +43,10 @@ export {
   type RelayCredential,
   type RelayState,
 } from "./relay_client.ts";
-export { type LiveOptions, type LiveSide, startLive } from "./start.ts";
+export { type LiveConfig, type LiveOptions, type LiveSide, startLive } from "./start.ts";
 export {
   startWorkerListener,
   type WorkerListener,
   type WorkerListenerOptions,
 } from "./worker_listener.ts";
 export { admitSubscriber, type CredentialCheck, mayRead } from "./admission.ts";
-export { type ListenerTls, loadListenerTls, type LoadListenerTlsOptions } from "./tls.ts";

@@ -2,11 +2,11 @@ import { broadcastName, entryFrame, type LedgerEntry, type TrackPath } from "../
 import {
   type Announcement,
   Announcer,
-  normalizePath,
   type ServeDecision,
   type ServeRequest,
   TrackProducer,
 } from "../../moq/mod.ts";
+import { normalizePath } from "../../path/mod.ts";
 import type { RecordSink } from "../sink.ts";
 
 /** Options for {@linkcode LivePublisher}. */

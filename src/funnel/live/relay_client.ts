@@ -1,6 +1,8 @@
+import { tokenFromUrl } from "../../auth/mod.ts";
 import { errorText } from "../../errors/mod.ts";
 import type { Logger } from "../../log/mod.ts";
-import { connect, hasPrefix, type MoqSession, normalizePath, VERSIONS } from "../../moq/mod.ts";
+import { connect, type MoqSession, VERSIONS } from "../../moq/mod.ts";
+import { normalizePath, prefixCovers } from "../../path/mod.ts";
 import { connectQuicSession } from "../../transport/quic.ts";
 import type { Session } from "../../transport/mod.ts";
 import { connectWebTransport } from "../../transport/webtransport/mod.ts";
@@ -146,7 +148,7 @@ export class RelayClient {
   #setState(state: RelayState, detail = ""): void {
     if (state === this.#state && state !== "reconnecting") return;
     this.#state = state;
-    const url = describe(this.#options.url);
+    const url = describeRelayUrl(this.#options.url);
     const text = {
       connecting: `Relay ${url}: connecting`,
       connected: `Relay ${url}: connected, announcing ${this.#announced()} broadcast(s)`,
@@ -163,7 +165,7 @@ export class RelayClient {
     const all = this.#options.publisher.broadcasts();
     if (prefix === undefined) return all.length;
     const p = normalizePath(prefix);
-    return all.filter((path) => hasPrefix(path, p)).length;
+    return all.filter((path) => prefixCovers(p, path)).length;
   }
 
   get #redialMs(): number {
@@ -212,7 +214,7 @@ export class RelayClient {
       url.searchParams.set("jwt", credential.token);
       expiresAt = credential.expiresAt;
     } else {
-      expiresAt = tokenExpiry(url.searchParams.get("jwt"));
+      expiresAt = tokenExpiry(tokenFromUrl(url));
     }
     const dialing = new AbortController();
     this.#dialing = dialing;
@@ -272,7 +274,7 @@ export class RelayClient {
     const moq = await connect(transport, {
       announcer: o.publisher.announcer,
       serve: o.publisher.serve,
-      ...(prefix === undefined ? {} : { announceFilter: (path) => hasPrefix(path, prefix) }),
+      ...(prefix === undefined ? {} : { announceFilter: (path) => prefixCovers(prefix, path) }),
       // The relay's announcements are of no use to a funnel.
       acceptAnnounce: () => false,
       log: (line) => o.log.debug(line),
@@ -320,8 +322,8 @@ function abortable(dial: Promise<Session>, signal: AbortSignal): Promise<Session
 }
 
 /** The `exp` of an unverified JWT in ms, when it has one. */
-function tokenExpiry(token: string | null): number | undefined {
-  if (!token) return undefined;
+function tokenExpiry(token: string | undefined): number | undefined {
+  if (token === undefined) return undefined;
   const part = token.split(".")[1];
   if (!part) return undefined;
   try {
@@ -336,8 +338,8 @@ function tokenExpiry(token: string | null): number | undefined {
   }
 }
 
-/** RELAY_URL for logs, with its credential masked. */
-function describe(url: URL): string {
+/** RELAY_URL for logs and the startup summary, with its credential masked. */
+export function describeRelayUrl(url: URL): string {
   const shown = new URL(url.href);
   if (shown.searchParams.has("jwt")) shown.searchParams.set("jwt", "***");
   return shown.href;

@@ -1,12 +1,47 @@
 import { readSigner, type Verifier } from "../../auth/mod.ts";
-import { toHex } from "../../certs/mod.ts";
-import { describeRelayUrl, type FunnelConfig } from "../../config/funnel.ts";
+import { loadServingCertificate, toHex } from "../../certs/mod.ts";
+import type { OriginPolicy } from "../../http/mod.ts";
 import type { Logger } from "../../log/mod.ts";
+import { formatAddr } from "../../transport/mod.ts";
 import { LivePublisher } from "./publisher.ts";
-import { type RedialTimers, RelayClient, type RelayState } from "./relay_client.ts";
-import { loadListenerTls } from "./tls.ts";
+import {
+  describeRelayUrl,
+  type RedialTimers,
+  RelayClient,
+  type RelayState,
+} from "./relay_client.ts";
 import { fanOut, type RecordSink } from "../sink.ts";
 import { startWorkerListener, type WorkerListener } from "./worker_listener.ts";
+
+/** What the live side serves and where it publishes (the funnel builds it from its configuration). */
+export interface LiveConfig {
+  /** RELAY_URL and friends; undefined: no relay session. */
+  readonly relay?: {
+    /** `https:` (WebTransport) or `moqt:` (native QUIC), possibly with `?jwt=`. */
+    readonly url: URL;
+    /** RELAY_TLS_INSECURE. */
+    readonly insecure: boolean;
+    /** RELAY_CA_FILE: PEM to trust as the relay's root. */
+    readonly caFile?: string;
+    /** RELAY_SIGNING_KEY + RELAY_PUBLISH: sign a fresh credential for every session. */
+    readonly signing?: { readonly keyFile: string; readonly publish: string };
+  } | undefined;
+  /** The own MoQ listener (FUNNEL_SERVE_ADDR); undefined: none. */
+  readonly serve?: {
+    /** Interface to bind. */
+    readonly hostname: string;
+    /** UDP port (0 picks one). */
+    readonly port: number;
+    /** CERT_FILE. */
+    readonly certFile: string;
+    /** KEY_FILE. */
+    readonly keyFile: string;
+    /** True when both files were left at their defaults: missing files then mean "generate one". */
+    readonly defaultCertificate: boolean;
+  } | undefined;
+  /** CORS_ALLOWED_ORIGINS, applied to WebTransport's Origin. */
+  readonly cors: OriginPolicy;
+}
 
 /** Knobs tests and embedders may turn on the live side; the defaults follow the spec. */
 export interface LiveOptions {
@@ -49,14 +84,14 @@ export interface LiveSide {
 }
 
 /**
- * Builds the live side from the configuration: the publisher, the own
+ * Builds the live side: the publisher, the own
  * listener (FUNNEL_SERVE_ADDR with CERT_FILE/KEY_FILE, or a generated
  * development certificate when those are the defaults and missing), and the
  * relay client (RELAY_URL, signing a fresh credential per session with
  * RELAY_SIGNING_KEY + RELAY_PUBLISH).
  */
 export async function startLive(
-  config: FunnelConfig,
+  config: LiveConfig,
   verifier: Verifier | undefined,
   log: Logger,
   options: LiveOptions = {},
@@ -114,15 +149,17 @@ export async function startLive(
       }${target.insecure ? "; TLS verification off" : ""})`;
     }
     if (config.serve) {
-      const tls = await loadListenerTls({
-        certFile: config.certFile,
-        keyFile: config.keyFile,
-        defaultCertificate: config.defaultCertificate,
+      const serve = config.serve;
+      const tls = await loadServingCertificate({
+        certFile: serve.certFile,
+        keyFile: serve.keyFile,
+        defaultCertificate: serve.defaultCertificate,
+        server: "MoQ listener",
         log: (line) => log.warn(line),
       });
       listener = await startWorkerListener({
-        hostname: config.serve.hostname,
-        port: config.serve.port,
+        hostname: serve.hostname,
+        port: serve.port,
         certPem: tls.certPem,
         keyPem: tls.keyPem,
         verifier,
@@ -130,12 +167,10 @@ export async function startLive(
         log,
         ...(options.maxGroupQueue ? { maxGroupQueue: options.maxGroupQueue } : {}),
       });
-      const host = hostForUrl(listener.addr.hostname);
-      serveLine =
-        `moqt://${host}:${listener.addr.port} and https://${host}:${listener.addr.port} ` +
-        `(WebTransport); certificate sha256 ${toHex(tls.sha256)}${
-          tls.generated ? " (generated for development)" : ` (${config.certFile})`
-        }`;
+      const at = formatAddr(listener.addr);
+      serveLine = `moqt://${at} and https://${at} (WebTransport); certificate sha256 ${
+        toHex(tls.sha256)
+      }${tls.generated ? " (generated for development)" : ` (${serve.certFile})`}`;
     }
   } catch (error) {
     await listener?.stop();
@@ -169,8 +204,4 @@ async function readCaFile(path: string): Promise<string> {
       cause: error,
     });
   }
-}
-
-function hostForUrl(hostname: string): string {
-  return hostname.includes(":") ? `[${hostname}]` : hostname;
 }

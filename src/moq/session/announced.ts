@@ -9,7 +9,8 @@ import {
   encodeAnnounceRequest,
   MAX_CONTROL_MESSAGE,
 } from "../codec/messages.ts";
-import { hasPrefix, joinPath, normalizePath, wirePrefix } from "../path.ts";
+import { joinPath, normalizePath, prefixCovers } from "../../path/mod.ts";
+import { wirePrefix } from "../path.ts";
 import type { SessionCore } from "./core.ts";
 import { ClosableRequest } from "./request_stream.ts";
 
@@ -67,7 +68,7 @@ async function runAnnounced(
     while (!(await r.done())) {
       const m = decodeAnnounce(await r.message("ANNOUNCE", MAX_CONTROL_MESSAGE), core.version);
       const path = joinPath(prefix, m.suffix);
-      if (!hasPrefix(path, prefix)) continue;
+      if (!prefixCovers(prefix, path)) continue;
       const hops = ok && ok.hop !== 0n ? [...m.hops, ok.hop] : m.hops;
       if (m.active) {
         if (hops.includes(core.origin)) continue; // our own announcement reflected back

@@ -9,7 +9,8 @@ import {
   type TrackInfo,
 } from "../codec/messages.ts";
 import { MoqError } from "../errors.ts";
-import { normalizePath, wirePath } from "../path.ts";
+import { normalizePath } from "../../path/mod.ts";
+import { wirePath } from "../path.ts";
 import type { SessionCore } from "./core.ts";
 import { openRequest } from "./request_stream.ts";
 import type { ReceivedGroup } from "./types.ts";

@@ -11,7 +11,7 @@ import type { Session, SessionCloseInfo } from "../../transport/mod.ts";
 import type { Setup, TrackInfo, Version } from "../codec/messages.ts";
 import { type AnnounceEvent, type Announcement, Announcer } from "../announcer.ts";
 import { MoqCode, MoqError } from "../errors.ts";
-import { normalizePath } from "../path.ts";
+import { normalizePath } from "../../path/mod.ts";
 import { MoqStats } from "../stats.ts";
 import { announced } from "./announced.ts";
 import { SessionCore } from "./core.ts";

@@ -7,7 +7,7 @@ import {
   encodeAnnounceOk,
   MAX_CONTROL_MESSAGE,
 } from "../codec/messages.ts";
-import { normalizePath, pathSuffix } from "../path.ts";
+import { normalizePath, pathSuffix } from "../../path/mod.ts";
 import type { Sender } from "../sender.ts";
 import type { SessionCore } from "./core.ts";
 

@@ -5,7 +5,7 @@ import {
   encodeTrackInfo,
   MAX_CONTROL_MESSAGE,
 } from "../codec/messages.ts";
-import { normalizePath } from "../path.ts";
+import { normalizePath } from "../../path/mod.ts";
 import type { Sender } from "../sender.ts";
 import { TrackProducer } from "../track.ts";
 import type { StreamReader } from "../../wire/mod.ts";

@@ -8,7 +8,7 @@ import {
   encodeSubscribeResponse,
   MAX_CONTROL_MESSAGE,
 } from "../codec/messages.ts";
-import { normalizePath } from "../path.ts";
+import { normalizePath } from "../../path/mod.ts";
 import { Sender } from "../sender.ts";
 import type { CachedGroup } from "../cached_group.ts";
 import { TrackProducer } from "../track.ts";

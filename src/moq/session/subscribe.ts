@@ -8,7 +8,8 @@ import {
   MAX_CONTROL_MESSAGE,
 } from "../codec/messages.ts";
 import { MoqError } from "../errors.ts";
-import { normalizePath, wirePath } from "../path.ts";
+import { normalizePath } from "../../path/mod.ts";
+import { wirePath } from "../path.ts";
 import { errorText } from "../../errors/mod.ts";
 import { SessionClosedError } from "../../transport/mod.ts";
 import type { SessionCore } from "./core.ts";

@@ -1,0 +1,26 @@
+import assert from "node:assert/strict";
+import { DOCTOR_HEADING, runDoctor } from "../../src/relay/mod.ts";
+
+Deno.test("doctor prints the heading, the GC block and every setting with its source", () => {
+  const lines: string[] = [];
+  const code = runDoctor(
+    { RELAY_SEMI_SPACE_MB: "32", GROUP_CACHE_SIZE: "4", SLUICE_RELAY_TOKEN: "secret" },
+    (l) => lines.push(l),
+    { heapLimitMb: 4096 },
+  );
+  const out = lines.join("\n");
+  assert.equal(code, 0);
+  assert.equal(lines[0], DOCTOR_HEADING);
+  for (const part of ["Inputs:", "Effective:", "Why:", "Guidance:"]) assert.ok(out.includes(part));
+  assert.match(out, /DENO_V8_FLAGS\s+= \(unset\)/);
+  assert.match(out, /young generation.*32 MiB\s+\[source: RELAY_SEMI_SPACE_MB\]/);
+  assert.match(out, /GROUP_CACHE_SIZE\s+4\s+\[environment\]/);
+  assert.match(out, /RELAY_ADDR\s+0\.0\.0\.0:4433\s+\[default\]/);
+  assert.ok(!out.includes("secret"), "the relay token is never printed");
+});
+
+Deno.test("doctor reports an invalid setting and exits non-zero", () => {
+  const lines: string[] = [];
+  assert.equal(runDoctor({ GROUP_CACHE_SIZE: "x" }, (l) => lines.push(l), {}), 1);
+  assert.match(lines.join("\n"), /GROUP_CACHE_SIZE/);
+});
