@@ -1,5 +1,18 @@
 /**
- * Transports that carry MoQ sessions: native QUIC and WebTransport over HTTP/3.
+ * Transports that carry MoQ sessions: native QUIC and WebTransport over
+ * HTTP/3, both behind the transport-neutral {@link Session}. A peer's stream
+ * reset or stop surfaces as {@link StreamError}, a lost session as
+ * {@link SessionClosedError}.
+ *
+ * @example
+ * ```ts
+ * import { connectQuicSession } from "@sluice/sluice/transport";
+ * import { connect, VERSIONS } from "@sluice/sluice/moq";
+ * const session = await connectQuicSession(new URL("moqt://relay.example:4433/"), {
+ *   alpn: VERSIONS,
+ * });
+ * const moq = await connect(session);
+ * ```
  *
  * @module
  */
@@ -23,7 +36,19 @@ export {
   type QuicSessionListener,
   type QuicSessionOptions,
 } from "./quic.ts";
-export { formatAddr } from "./address.ts";
 export { H3_ALPN, listen, type Listener, type ListenOptions } from "./listener.ts";
-export { freeUdpTcpPort } from "./free_port.ts";
-export * from "./webtransport/mod.ts";
+export type { Timers } from "./h3/connection.ts";
+export type { HeaderField } from "./h3/qpack.ts";
+export {
+  type Admission,
+  admitAny,
+  type AdmitWebTransport,
+  asWebTransport,
+  chooseProtocol,
+  connectWebTransport,
+  type ConnectWebTransportOptions,
+  type WebTransportLike,
+  WebTransportRefusedError,
+  type WebTransportRequest,
+  WebTransportStreamError,
+} from "./webtransport/mod.ts";

@@ -2,7 +2,7 @@ import { readSigner, type Verifier } from "../../auth/mod.ts";
 import { loadServingCertificate, toHex } from "../../certs/mod.ts";
 import type { OriginPolicy } from "../../http/mod.ts";
 import type { Logger } from "../../log/mod.ts";
-import { formatAddr } from "../../transport/mod.ts";
+import { formatAddr } from "../../transport/address.ts";
 import { LivePublisher } from "./publisher.ts";
 import {
   describeRelayUrl,
