@@ -18,7 +18,8 @@ export interface Announcement {
   withdraw(): void;
 }
 
-type Listener = (event: AnnounceEvent) => void;
+/** Told of each announcement change under the prefix it subscribed to. */
+export type AnnounceListener = (event: AnnounceEvent) => void;
 
 /**
  * The set of broadcasts an endpoint offers. Sessions answer the peer's
@@ -27,7 +28,7 @@ type Listener = (event: AnnounceEvent) => void;
  */
 export class Announcer {
   readonly #entries = new Map<string, { count: number; hops: readonly bigint[] }>();
-  readonly #listeners = new Set<Listener>();
+  readonly #listeners = new Set<AnnounceListener>();
 
   /** Announces `path` (any spelling) until the returned handle is withdrawn or `signal` aborts. */
   announce(
@@ -79,9 +80,12 @@ export class Announcer {
    * current snapshot (taken atomically with the registration) and an
    * unsubscribe function.
    */
-  subscribe(prefix: string, listener: Listener): { snapshot: AnnounceEvent[]; stop: () => void } {
+  subscribe(
+    prefix: string,
+    listener: AnnounceListener,
+  ): { snapshot: AnnounceEvent[]; stop: () => void } {
     const p = normalizePath(prefix);
-    const filtered: Listener = (e) => {
+    const filtered: AnnounceListener = (e) => {
       if (prefixCovers(p, e.path)) listener(e);
     };
     this.#listeners.add(filtered);

@@ -2,9 +2,15 @@
  * moq-lite (lite-05 and lite-04) sessions over any transport session, and
  * the publish/subscribe API the funnel and the relay share.
  *
- * @example
+ * A session runs over a {@link Session} from `@sluice/sluice/transport`
+ * (native QUIC or WebTransport): {@link connect} as a client, {@link accept}
+ * as a server. A publisher offers broadcasts through an {@link Announcer}
+ * and serves tracks from {@link TrackProducer}s; a subscriber calls
+ * `subscribe` and iterates the groups.
+ *
+ * @example Publish a track
  * ```ts
- * import { accept, Announcer, TrackProducer } from "./mod.ts";
+ * import { accept, TrackProducer } from "@sluice/sluice/moq";
  * const track = new TrackProducer();
  * const moq = await accept(session, {
  *   serve: ({ path, track: name }) => path === "demo" && name === "records" ? track : "not-found",
@@ -36,9 +42,13 @@ export {
   type TrackProducerOptions,
   type WriteGroupOptions,
 } from "./track.ts";
-export { type AnnounceEvent, type Announcement, Announcer } from "./announcer.ts";
+export {
+  type AnnounceEvent,
+  type AnnounceListener,
+  type Announcement,
+  Announcer,
+} from "./announcer.ts";
 export { MoqCode, MoqError, type MoqErrorKind } from "./errors.ts";
 export { MoqStats } from "./stats.ts";
-export { wirePath, wirePrefix } from "./path.ts";
-export { type TrackInfo, type Version, VERSIONS } from "./codec/messages.ts";
+export { type Setup, type TrackInfo, type Version, VERSIONS } from "./codec/messages.ts";
 export { DecodeError } from "../wire/mod.ts";
