@@ -23,19 +23,29 @@ export interface RelayTarget {
 
 /** Everything `sluice funnel` reads from its environment, validated. */
 export interface FunnelConfig {
+  /** FUNNEL_ADDR: where the HTTP API listens. */
   readonly ingest: ListenAddress;
+  /** FUNNEL_SENDER_LIMIT: records per sender per track; undefined for no limit. */
   readonly senderLimit: RateLimit | undefined;
+  /** FUNNEL_TRACK_LIMIT: records per track from all senders; undefined for no limit. */
   readonly trackLimit: RateLimit | undefined;
+  /** RELAY_URL and friends: the relay to publish through, or undefined for none. */
   readonly relay: RelayTarget | undefined;
-  /** Own MoQ listener, or undefined for none. */
+  /** FUNNEL_SERVE_ADDR: own MoQ listener, or undefined for none. */
   readonly serve: ListenAddress | undefined;
+  /** LEDGER_URI: where records are stored. */
   readonly ledger: LedgerLocation;
+  /** AWS_ACCESS_KEY_ID and friends, for an S3 ledger. */
   readonly storeCredentials: StoreCredentials | undefined;
+  /** CERT_FILE: the own listener's certificate chain (PEM). */
   readonly certFile: string;
+  /** KEY_FILE: the own listener's private key (PEM). */
   readonly keyFile: string;
   /** True when CERT_FILE and KEY_FILE were left at their defaults. */
   readonly defaultCertificate: boolean;
+  /** CORS_ALLOWED_ORIGINS: browser origins allowed over HTTP and WebTransport. */
   readonly cors: OriginPolicy;
+  /** SLUICE_AUTH_KEYS, its cache file and URL token; undefined when auth is off. */
   readonly auth:
     | { readonly keys: string; readonly cacheFile?: string; readonly bearerToken?: string }
     | undefined;

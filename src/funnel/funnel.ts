@@ -29,6 +29,7 @@ export interface FunnelDependencies {
   readonly sink?: RecordSink;
   /** Knobs of the live side (redial timers, credential lifetime, certificate pins). */
   readonly live?: LiveOptions;
+  /** Where the funnel logs (default: the console). */
   readonly log?: Logger;
 }
 

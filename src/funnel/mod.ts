@@ -1,6 +1,11 @@
 /**
  * The funnel: HTTP ingest of JSON records into ledger-backed MoQ tracks.
  *
+ * {@link startFunnel} runs the whole service (the package root exports it).
+ * {@link FunnelService} with {@link funnelRoutes} or {@link funnelHandler} is
+ * the HTTP API it is built from, for use in-process; the live side
+ * (publisher, own MoQ listener, relay session) is in `./live/mod.ts`.
+ *
  * @module
  */
 export { type FunnelDependencies, type RunningFunnel, startFunnel } from "./funnel.ts";
@@ -10,13 +15,7 @@ export {
   type Poster,
   type PostOutcome,
 } from "./service.ts";
-export {
-  type FunnelEnv,
-  funnelHandler,
-  funnelRoutes,
-  type FunnelRoutesOptions,
-  trackPathOf,
-} from "./routes.ts";
+export { type FunnelEnv, funnelHandler, funnelRoutes, type FunnelRoutesOptions } from "./routes.ts";
 export type { RecordSink } from "./sink.ts";
 export {
   InvalidRequestError,
@@ -25,20 +24,10 @@ export {
   type RateLimitScope,
 } from "./errors.ts";
 export {
-  type LiveListener,
   type LiveOptions,
   LivePublisher,
   type LiveSide,
   type RedialTimers,
-  RELAY_REDIAL_MS,
   RelayClient,
-  type RelayClientOptions,
-  type RelayCredential,
   type RelayState,
-  startLiveListener,
 } from "./live/mod.ts";
-export { RateLimiter, type TakeResult } from "./limits.ts";
-export type { RateLimit } from "../config/rate_limit.ts";
-export { IDEMPOTENCY_KEYS_PER_TRACK, IdempotencyCache, type PostAnswer } from "./idempotency.ts";
-export { MAX_BODY_BYTES, readJsonBody } from "./body.ts";
-export { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from "./history.ts";

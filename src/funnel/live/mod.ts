@@ -32,10 +32,9 @@
  *
  * @module
  */
+export { type LiveConfig, type LiveOptions, type LiveSide, startLive } from "./start.ts";
 export { LivePublisher, type LivePublisherOptions } from "./publisher.ts";
-export { type LiveListener, type LiveListenerOptions, startLiveListener } from "./listener.ts";
 export {
-  describeRelayUrl,
   type RedialTimers,
   RELAY_REDIAL_MS,
   RelayClient,
@@ -43,10 +42,9 @@ export {
   type RelayCredential,
   type RelayState,
 } from "./relay_client.ts";
-export { type LiveConfig, type LiveOptions, type LiveSide, startLive } from "./start.ts";
 export {
   startWorkerListener,
   type WorkerListener,
   type WorkerListenerOptions,
 } from "./worker_listener.ts";
-export { admitSubscriber, type CredentialCheck, mayRead } from "./admission.ts";
+export type { LiveListener } from "./listener.ts";
