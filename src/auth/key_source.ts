@@ -1,13 +1,9 @@
 import { errorText } from "../errors/mod.ts";
 import type { KeySet } from "./key_set.ts";
 
-/** Timer functions a key source schedules its polls with; tests pass their own. */
-export interface Timers {
-  /** Schedules `fn` once after `ms` milliseconds; returns a handle for `clearTimeout`. */
-  setTimeout(fn: () => void, ms: number): unknown;
-  /** Cancels a pending `setTimeout`. */
-  clearTimeout(handle: unknown): void;
-}
+import { systemTimers, type Timers } from "../timers/mod.ts";
+
+export type { Timers };
 
 /** Where verification keys come from, kept fresh until closed. */
 export interface KeySource {
@@ -40,11 +36,6 @@ export interface PollOptions {
   log?: (message: string) => void;
 }
 
-const defaultTimers: Timers = {
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (handle) => clearTimeout(handle as Parameters<typeof clearTimeout>[0]),
-};
-
 /**
  * Polling, serialised refreshes and last-good-set keeping, shared by the
  * file and URL sources: a subclass says how to load a set and what to do when
@@ -71,7 +62,7 @@ export abstract class PollingKeySource implements KeySource {
     if (!Number.isFinite(this.#pollMs) || this.#pollMs < 0) {
       throw new RangeError(`Poll interval ${this.#pollMs} ms is not a non-negative number`);
     }
-    this.timers = options.timers ?? defaultTimers;
+    this.timers = options.timers ?? systemTimers;
     this.log = options.log ?? ((message) => console.warn(message));
   }
 

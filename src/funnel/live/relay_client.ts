@@ -1,5 +1,6 @@
 import { tokenFromUrl } from "../../auth/mod.ts";
 import { errorText } from "../../errors/mod.ts";
+import { systemTimers, type Timers } from "../../timers/mod.ts";
 import type { Logger } from "../../log/mod.ts";
 import { connect, type MoqSession, VERSIONS } from "../../moq/mod.ts";
 import { normalizePath, prefixCovers } from "../../path/mod.ts";
@@ -19,13 +20,8 @@ export interface RelayCredential {
   readonly expiresAt: number;
 }
 
-/** Timer functions (tests inject their own). */
-export interface RedialTimers {
-  /** Schedules `fn` after `ms`. */
-  setTimeout(fn: () => void, ms: number): unknown;
-  /** Cancels a scheduled call. */
-  clearTimeout(id: unknown): void;
-}
+/** Timer functions for the redial delay and credential expiry (tests inject their own). */
+export type RedialTimers = Timers;
 
 /** Options of {@linkcode RelayClient}. */
 export interface RelayClientOptions {
@@ -65,11 +61,6 @@ export interface RelayClientOptions {
 /** The spec's relay redial delay. */
 export const RELAY_REDIAL_MS = 2000;
 
-const realTimers: RedialTimers = {
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (id) => clearTimeout(id as ReturnType<typeof setTimeout>),
-};
-
 /**
  * The funnel's session with its relay, dialed as a client. Every broadcast
  * of the publisher is announced on it and the relay's subscriptions are
@@ -108,7 +99,7 @@ export class RelayClient {
       throw new TypeError(`Cannot dial relay "${scheme}": use https: or moqt:`);
     }
     this.#options = options;
-    this.#timers = options.timers ?? realTimers;
+    this.#timers = options.timers ?? systemTimers;
     this.#now = options.now ?? Date.now;
   }
 

@@ -6,19 +6,9 @@ import type { Settings } from "./settings.ts";
 import type { H3Session, SessionHost } from "./session_host.ts";
 import { type RequestHandler, StreamRouter } from "./stream_router.ts";
 
-/** Timer functions, injectable for tests. */
-export interface Timers {
-  /** Schedules `fn` after `ms`. */
-  setTimeout(fn: () => void, ms: number): unknown;
-  /** Cancels a scheduled call. */
-  clearTimeout(id: unknown): void;
-}
+import { systemTimers, type Timers } from "../../timers/mod.ts";
 
-/** Default timers (the global ones). */
-export const realTimers: Timers = {
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (id) => clearTimeout(id as number),
-};
+export type { Timers };
 
 /** Limits and hooks for one HTTP/3 connection. */
 export interface H3ConnectionOptions {
@@ -74,7 +64,7 @@ export class H3Connection implements SessionHost {
   constructor(conn: Deno.QuicConn, options: H3ConnectionOptions) {
     this.conn = conn;
     this.#role = options.role;
-    this.#timers = options.timers ?? realTimers;
+    this.#timers = options.timers ?? systemTimers;
     this.maxFieldSectionSize = options.maxFieldSectionSize ?? 16 * 1024;
     this.#closeGraceMs = options.closeGraceMs ?? 2000;
     this.#control = new ControlStreams(options.role, this);

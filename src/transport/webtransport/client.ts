@@ -2,7 +2,8 @@ import type { Session } from "../session.ts";
 import { H3Code, H3ConnectionError } from "../h3/errors.ts";
 import { WebTransportRefusedError } from "./errors.ts";
 import { encodeFrame, FrameType } from "../h3/frame.ts";
-import { H3Connection, realTimers, type Timers } from "../h3/connection.ts";
+import { H3Connection } from "../h3/connection.ts";
+import { systemTimers, type Timers } from "../../timers/mod.ts";
 import { headersPayload, headerValue, readHeaders } from "../h3/headers.ts";
 import type { HeaderField } from "../h3/qpack.ts";
 import { supportsWebTransport } from "../h3/settings.ts";
@@ -79,7 +80,7 @@ export async function connectWebTransport(
       value,
     }));
   }
-  const timers = options.timers ?? realTimers;
+  const timers = options.timers ?? systemTimers;
   const timeoutMs = options.timeoutMs ?? 10_000;
   let timer: unknown;
   let timedOut = false;

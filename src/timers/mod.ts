@@ -1,0 +1,20 @@
+/**
+ * Timer functions, passed in wherever behaviour depends on time passing
+ * (key-set polls, HTTP/3 timeouts, relay redials), so tests control them.
+ *
+ * @module
+ */
+
+/** Schedules and cancels one-shot calls; tests pass their own. */
+export interface Timers {
+  /** Schedules `fn` once after `ms` milliseconds; returns a handle for `clearTimeout`. */
+  setTimeout(fn: () => void, ms: number): unknown;
+  /** Cancels a pending `setTimeout` (a handle it returned). */
+  clearTimeout(handle: unknown): void;
+}
+
+/** The global timers. */
+export const systemTimers: Timers = {
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (handle) => clearTimeout(handle as Parameters<typeof clearTimeout>[0]),
+};
