@@ -39,6 +39,11 @@ export interface TrackBackend {
    * is undefined), newest first. Reads only what it returns, or close to it.
    */
   readBefore(before: number | undefined, limit: number): Promise<LedgerEntry[]>;
+  /**
+   * Up to `limit` entries with `seq > after` (from the oldest when `after`
+   * is undefined), oldest first. Reads only what it returns, or close to it.
+   */
+  readAfter(after: number | undefined, limit: number): Promise<LedgerEntry[]>;
   /** The entry with this sequence, or undefined. */
   get(seq: number): Promise<LedgerEntry | undefined>;
   /** Deletes the payload of entry `seq` from storage and marks it redacted. */

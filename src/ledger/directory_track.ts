@@ -207,6 +207,31 @@ export class DirectoryTrack implements TrackBackend {
     });
   }
 
+  readAfter(after: number | undefined, limit: number): Promise<LedgerEntry[]> {
+    return this.#serial.run(async () => {
+      await this.#ready();
+      const newest = this.#newest?.seq ?? -1;
+      const from = Math.max(0, (after ?? -1) + 1);
+      const out: LedgerEntry[] = [];
+      if (from > newest) return out;
+      // Segments are contiguous: read on from the one holding `from` until the page is full.
+      for (
+        let index = Math.max(0, this.#segmentIndexOf(from));
+        index < this.#segments.length && out.length < limit;
+        index++
+      ) {
+        const first = this.#segments[index]!;
+        const entries = await this.#readSegment(first);
+        for (let seq = Math.max(from, first); seq <= newest && out.length < limit; seq++) {
+          const entry = entries[seq - first];
+          if (!entry) break;
+          out.push(entry);
+        }
+      }
+      return out;
+    });
+  }
+
   get(seq: number): Promise<LedgerEntry | undefined> {
     return this.#serial.run(async () => {
       await this.#ready();

@@ -54,6 +54,11 @@ class MemoryTrack implements TrackBackend {
     return Promise.resolve(this.#entries.slice(start, end).reverse());
   }
 
+  readAfter(after: number | undefined, limit: number): Promise<LedgerEntry[]> {
+    const start = Math.max(0, after === undefined ? 0 : after + 1);
+    return Promise.resolve(this.#entries.slice(start, start + Math.max(0, limit)));
+  }
+
   get(seq: number): Promise<LedgerEntry | undefined> {
     return Promise.resolve(Number.isInteger(seq) ? this.#entries[seq] : undefined);
   }

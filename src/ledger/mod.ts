@@ -12,6 +12,10 @@
  * newest entry without scanning history, and deletes a redacted payload from
  * storage. A backend that cannot be reached throws `LedgerError("unavailable")`.
  *
+ * Reads page a track forward (`readAfter`) or backward (`readBefore`);
+ * {@link entryStream} turns either into a Web-standard `ReadableStream`
+ * that pages only as fast as its reader takes entries.
+ *
  * @module
  */
 export * from "./group_id.ts";
@@ -19,6 +23,7 @@ export * from "./track_path.ts";
 export * from "./entry.ts";
 export * from "./errors.ts";
 export type { LedgerBackend, TrackBackend } from "./backend.ts";
+export * from "./entry_stream.ts";
 export * from "./track_ledger.ts";
 export * from "./ledger.ts";
 export * from "./memory.ts";

@@ -205,6 +205,21 @@ class PostgresTrack implements TrackBackend {
     }
   }
 
+  async readAfter(after: number | undefined, limit: number): Promise<LedgerEntry[]> {
+    const sql = this.#sql;
+    const t = sql(this.#table);
+    const start = after === undefined ? -1 : after;
+    try {
+      const rows = await sql<Row[]>`
+        select seq, epoch, wallclock::text as wallclock, sender, payload, redacts, redacted, idem
+        from ${t} where track = ${this.#key} and seq >= 0 and seq > ${start}
+        order by seq asc limit ${limit}`;
+      return rows.map(fromRow);
+    } catch (error) {
+      throw translate(error, "Cannot read the ledger");
+    }
+  }
+
   async get(seq: number): Promise<LedgerEntry | undefined> {
     if (!Number.isSafeInteger(seq) || seq < 0) return undefined;
     const sql = this.#sql;

@@ -1,5 +1,6 @@
 import type { TrackBackend } from "./backend.ts";
 import { type EntryDraft, entryGroup, type LedgerEntry } from "./entry.ts";
+import { type EntryRange, entryStream, type EntryStreamOptions } from "./entry_stream.ts";
 import { LedgerError } from "./errors.ts";
 import type { TrackPath } from "./track_path.ts";
 
@@ -92,6 +93,14 @@ export class TrackLedger {
   /** The backend, for reads that bypass the commit queue. */
   get backend(): TrackBackend {
     return this.#backend;
+  }
+
+  /**
+   * The track's entries from any point, forward or backward, as a stream
+   * that pages storage only as fast as it is read (see {@link entryStream}).
+   */
+  entries(range: EntryRange = {}, options: EntryStreamOptions = {}): ReadableStream<LedgerEntry> {
+    return entryStream(this.#backend, range, options);
   }
 
   /** Commits one entry; resolves with it once it is durable. */

@@ -33,6 +33,7 @@ class SwitchedBackend implements LedgerBackend {
       append: async (e) => (guard(), await track.append(e)),
       latest: async () => (guard(), await track.latest()),
       readBefore: async (b, l) => (guard(), await track.readBefore(b, l)),
+      readAfter: async (a, l) => (guard(), await track.readAfter(a, l)),
       get: async (s) => (guard(), await track.get(s)),
       erasePayload: async (s) => (guard(), await track.erasePayload(s)),
     };

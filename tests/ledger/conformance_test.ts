@@ -99,6 +99,70 @@ for (const harness of HARNESSES) {
     });
   });
 
+  conformance(harness, "paging forward with after", async (instance) => {
+    await withLedger(instance, async (ledger) => {
+      const track = (await ledger.track(ROOM, true))!;
+      assert.deepEqual(await track.backend.readAfter(undefined, 10), []);
+      // Batches of several entries (concurrent appends) and of one, so pages cross batches.
+      await Promise.all(Array.from({ length: 30 }, (_, i) => track.append({ payload: `${i}` })));
+      for (let i = 30; i < 60; i++) await track.append({ payload: `${i}` });
+      const seqs = async (after: number | undefined, limit: number) =>
+        (await track.backend.readAfter(after, limit)).map((e) => e.seq);
+      assert.deepEqual(await seqs(undefined, 25), Array.from({ length: 25 }, (_, i) => i));
+      assert.deepEqual(await seqs(24, 10), [25, 26, 27, 28, 29, 30, 31, 32, 33, 34]);
+      assert.deepEqual(await seqs(-1, 3), [0, 1, 2]);
+      assert.deepEqual(await seqs(55, 10), [56, 57, 58, 59]);
+      assert.deepEqual(await seqs(59, 10), []);
+      assert.deepEqual(await seqs(1000, 5), []);
+      assert.deepEqual(await seqs(10, 0), []);
+      const forward: LedgerEntry[] = [];
+      let after: number | undefined;
+      while (true) {
+        const page = await track.backend.readAfter(after, 7);
+        if (page.length === 0) break;
+        forward.push(...page);
+        after = page[page.length - 1]!.seq;
+      }
+      assert.deepEqual(forward, await readAll(track.backend));
+      assert.deepEqual(forward.map((e) => e.payload), forward.map((_, i) => `${i}`));
+    });
+  });
+
+  conformance(harness, "entry streams read from any point, both ways", async (instance) => {
+    await withLedger(instance, async (ledger) => {
+      const track = (await ledger.track(ROOM, true))!;
+      assert.deepEqual(await Array.fromAsync(track.entries()), []);
+      for (let i = 0; i < 40; i++) await track.append({ payload: `"m${i}"`, sender: "s" });
+      await track.redact(12, "mod");
+      const seqs = async (stream: ReadableStream<LedgerEntry>) =>
+        (await Array.fromAsync(stream)).map((e) => e.seq);
+      const range = (from: number, to: number) =>
+        Array.from({ length: Math.abs(to - from) + 1 }, (_, i) => from < to ? from + i : from - i);
+      assert.deepEqual(await seqs(track.entries({}, { pageSize: 7 })), range(0, 40));
+      assert.deepEqual(
+        await seqs(track.entries({ after: 10, limit: 20 }, { pageSize: 6 })),
+        range(11, 30),
+      );
+      assert.deepEqual(await seqs(track.entries({ after: 35 })), range(36, 40));
+      assert.deepEqual(await seqs(track.entries({ after: 40 })), []);
+      assert.deepEqual(
+        await seqs(track.entries({ direction: "backward" }, { pageSize: 9 })),
+        range(40, 0),
+      );
+      assert.deepEqual(
+        await seqs(track.entries({ direction: "backward", before: 30, limit: 5 })),
+        range(29, 25),
+      );
+      assert.deepEqual(await seqs(track.entries({ direction: "backward", before: 0 })), []);
+      // A redacted record reads as stored: no payload, marked redacted; its redaction follows.
+      const [redacted] = await Array.fromAsync(track.entries({ after: 11, limit: 1 }));
+      assert.equal(redacted?.redacted, true);
+      assert.equal(redacted?.payload, undefined);
+      const [redaction] = await Array.fromAsync(track.entries({ after: 39 }));
+      assert.equal(redaction?.redacts, "e000001-g00000012");
+    });
+  });
+
   conformance(harness, "get finds one entry and nothing else", async (instance) => {
     await withLedger(instance, async (ledger) => {
       const track = (await ledger.track(ROOM, true))!;

@@ -26,6 +26,7 @@ class FlakyErase implements LedgerBackend {
       append: (e) => track.append(e),
       latest: () => track.latest(),
       readBefore: (b, l) => track.readBefore(b, l),
+      readAfter: (a, l) => track.readAfter(a, l),
       get: (s) => track.get(s),
       erasePayload: (s) => {
         if (this.failErases > 0) {
