@@ -23,15 +23,39 @@ export function historyEntryJson(entry: LedgerEntry): string {
 }
 
 /**
- * Renders a history page from entries read newest first: records oldest
- * first, and `before` (the oldest group of the page) only when an older
- * page may exist.
+ * The body of a page going back in time (no cursor, or `before`): entries
+ * read newest first (at most one page, held to reverse it), written as
+ * records oldest first, with `before` (the oldest group of the page) only
+ * when an older page may exist.
  */
-export function historyPageJson(newestFirst: readonly LedgerEntry[]): string {
-  const records = [...newestFirst].reverse();
+export async function* olderPageBody(
+  newestFirst: AsyncIterable<LedgerEntry>,
+): AsyncGenerator<string> {
+  const records = (await Array.fromAsync(newestFirst)).reverse();
   const oldest = records[0];
   const before = oldest && oldest.seq > 0 ? `,"before":"${entryGroup(oldest)}"` : "";
-  return `{"records":[${records.map(historyEntryJson).join(",")}]${before}}`;
+  yield `{"records":[${records.map(historyEntryJson).join(",")}]${before}}`;
+}
+
+/**
+ * The body of a page going forward (`after`), streamed as the entries are
+ * read oldest first, with `after` (the newest group of the page) only when
+ * `newerExists` says records newer than it were committed.
+ */
+export async function* newerPageBody(
+  oldestFirst: AsyncIterable<LedgerEntry> | Iterable<LedgerEntry>,
+  newerExists: (newest: LedgerEntry) => boolean,
+): AsyncGenerator<string> {
+  // The opening travels with the first record, so the first chunk is the first read.
+  let separator = `{"records":[`;
+  let newest: LedgerEntry | undefined;
+  for await (const entry of oldestFirst) {
+    yield separator + historyEntryJson(entry);
+    separator = ",";
+    newest = entry;
+  }
+  const after = newest && newerExists(newest) ? `,"after":"${entryGroup(newest)}"` : "";
+  yield `${newest ? "" : separator}]${after}}`;
 }
 
 /** The POST / DELETE 201 body: `{"group":..,"wallclock":..}`. */

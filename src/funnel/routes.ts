@@ -6,6 +6,7 @@ import {
   HttpProblem,
   type OriginPolicy,
   problemResponse,
+  streamResponse,
 } from "../http/mod.ts";
 import { parseTrackPath, type TrackPath } from "../ledger/mod.ts";
 import { authorize, type FunnelAction } from "./access.ts";
@@ -90,9 +91,9 @@ export function funnelRoutes(options: FunnelRoutesOptions): Hono<FunnelEnv> {
   app.get("/tracks/*", async (c) => {
     const { path } = await access(c, "fetch");
     const limit = parseLimit(c.req.query("limit"));
-    const before = c.req.query("before");
-    const body = await service.history(path, before, limit);
-    return new Response(body, { headers: { "content-type": "application/json" } });
+    const cursor = { before: c.req.query("before"), after: c.req.query("after") };
+    const body = await service.history(path, cursor, limit);
+    return await streamResponse(body, { headers: JSON_TYPE });
   });
 
   app.delete("/tracks/*", async (c) => {

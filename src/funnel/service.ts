@@ -1,5 +1,6 @@
 import {
   entryGroup,
+  type GroupId,
   type Ledger,
   type LedgerEntry,
   LedgerError,
@@ -9,7 +10,7 @@ import {
   type TrackPath,
 } from "../ledger/mod.ts";
 import { InvalidRequestError, NotFoundError, RateLimitedError } from "./errors.ts";
-import { historyPageJson } from "./history.ts";
+import { newerPageBody, olderPageBody } from "./history.ts";
 import { IdempotencyCache, type PostAnswer } from "./idempotency.ts";
 import type { RateLimit } from "../config/rate_limit.ts";
 import { RateLimiter } from "./limits.ts";
@@ -31,6 +32,14 @@ export interface FunnelServiceOptions {
 /** A POST's outcome: the committed group, and whether it replays an earlier answer. */
 export interface PostOutcome extends PostAnswer {
   readonly replayed: boolean;
+}
+
+/** Where a history page starts: before a group (older records) or after one (newer records). */
+export interface HistoryCursor {
+  /** Records older than this group, newest page first. */
+  readonly before?: string | undefined;
+  /** Records newer than this group, oldest first. */
+  readonly after?: string | undefined;
 }
 
 /** Who is posting: the credential's sub, and a key for rate limiting anonymous senders. */
@@ -98,18 +107,42 @@ export class FunnelService {
     return true;
   }
 
-  /** A history page as JSON text; 404 for a track that does not exist. */
-  async history(path: TrackPath, before: string | undefined, limit: number): Promise<string> {
-    const track = await this.#existing(path);
-    let beforeSeq: number | undefined;
-    if (before !== undefined) {
-      const id = parseBefore(before);
-      // Only epoch 1 exists: a later epoch lies after everything, so "before" it is all.
-      beforeSeq = id.epoch > 1 ? undefined : id.seq;
-      if (beforeSeq === 0) return historyPageJson([]);
+  /**
+   * A history page as JSON text chunks, read from the ledger as they are
+   * sent: the newest records, those older than `before`, or those newer than
+   * `after` (never both). 400 for a malformed cursor, 404 for a track that
+   * does not exist.
+   */
+  async history(
+    path: TrackPath,
+    cursor: HistoryCursor,
+    limit: number,
+  ): Promise<AsyncIterable<string>> {
+    if (cursor.before !== undefined && cursor.after !== undefined) {
+      throw new InvalidRequestError(
+        "Pass either before (older records) or after (newer records), not both",
+      );
     }
-    const entries = await track.backend.readBefore(beforeSeq, limit);
-    return historyPageJson(entries);
+    const before = cursor.before === undefined ? undefined : parseCursor("before", cursor.before);
+    const after = cursor.after === undefined
+      ? undefined
+      : START.test(cursor.after)
+      ? { epoch: 0, seq: 0 }
+      : parseCursor("after", cursor.after);
+    const track = await this.#existing(path);
+    if (after) {
+      // Only epoch 1 exists: nothing lies after a later epoch, everything after epoch 0.
+      if (after.epoch > 1) return newerPageBody([], () => false);
+      const afterSeq = after.epoch === 0 ? undefined : after.seq;
+      const entries = track.entries({ after: afterSeq, limit }, { pageSize: limit });
+      return newerPageBody(entries, (newest) => newest.seq < (track.newest?.seq ?? -1));
+    }
+    // Only epoch 1 exists: a later epoch lies after everything, so "before" it is all.
+    const beforeSeq = before && before.epoch === 1 ? before.seq : undefined;
+    const entries = track.entries({ direction: "backward", before: beforeSeq, limit }, {
+      pageSize: limit,
+    });
+    return olderPageBody(entries);
   }
 
   /**
@@ -209,10 +242,16 @@ function answerOf(entry: LedgerEntry): PostAnswer {
   return { group: entryGroup(entry), wallclock: entry.wallclock };
 }
 
-function parseBefore(text: string) {
+/**
+ * `after=e000000-g00000000` (epoch 0, before the first epoch) starts a
+ * forward page at the track's first record; no other group names that point.
+ */
+const START = /^e0{1,15}-g0{1,15}$/;
+
+function parseCursor(name: string, text: string): GroupId {
   try {
     return parseGroupId(text);
   } catch (error) {
-    throw new InvalidRequestError(`before: ${(error as Error).message}`);
+    throw new InvalidRequestError(`${name}: ${(error as Error).message}`);
   }
 }

@@ -1,7 +1,7 @@
 /**
  * HTTP pieces shared by the funnel and the relay: problem+json errors, CORS,
- * WebTransport admission, and a server that starts on a known address and
- * stops gracefully.
+ * WebTransport admission, streamed response bodies, and a server that starts
+ * on a known address and stops gracefully.
  *
  * @module
  */
@@ -9,3 +9,4 @@ export * from "./problem.ts";
 export * from "./cors.ts";
 export * from "./server.ts";
 export * from "./webtransport_admission.ts";
+export * from "./stream_body.ts";

@@ -58,9 +58,19 @@ export class Registry {
 
   /** Renders every metric as Prometheus text exposition (ends with a newline). */
   render(): string {
+    return [...this.renderEach()].join("");
+  }
+
+  /**
+   * The same text metric by metric, for a streamed response: the collectors
+   * run when the first piece is taken.
+   */
+  *renderEach(): Generator<string> {
     for (const fn of this.#collectors) fn();
-    const out: string[] = [];
-    for (const m of this.#metrics.values()) m.render(out);
-    return out.join("\n") + "\n";
+    for (const m of this.#metrics.values()) {
+      const lines: string[] = [];
+      m.render(lines);
+      if (lines.length > 0) yield lines.join("\n") + "\n";
+    }
   }
 }

@@ -1,3 +1,4 @@
+import { streamResponse } from "../http/mod.ts";
 import { PROMETHEUS_CONTENT_TYPE } from "../metrics/mod.ts";
 import { cpuProfile, heapSnapshot, MAX_PROFILE_SECONDS, ProfileBusyError } from "./pprof.ts";
 import type { RelayCore } from "./relay_core.ts";
@@ -108,7 +109,7 @@ export function createRelayHandler(
           headers: { "cache-control": "no-store" },
         });
       case "/metrics":
-        return new Response(options.metrics.registry.render(), {
+        return await streamResponse(options.metrics.registry.renderEach(), {
           headers: { "content-type": PROMETHEUS_CONTENT_TYPE },
         });
     }
@@ -136,7 +137,7 @@ export function createRelayHandler(
       }
     }
     if (options.pprof && url.pathname === "/debug/pprof/heap") {
-      return new Response(heapSnapshot(), {
+      return await streamResponse(heapSnapshot(), {
         headers: {
           "content-type": "application/json",
           "content-disposition": 'attachment; filename="relay.heapsnapshot"',

@@ -55,8 +55,10 @@ export class ProfileBusyError extends Error {
   }
 }
 
-/** Streams a V8 heap snapshot (`.heapsnapshot`, opened by Chrome DevTools' Memory panel). */
-export function heapSnapshot(): ReadableStream<Uint8Array> {
-  const stream = getHeapSnapshot();
-  return ReadableStream.from(stream as AsyncIterable<Uint8Array>);
+/**
+ * A V8 heap snapshot (`.heapsnapshot`, opened by Chrome DevTools' Memory
+ * panel) as its chunks come, for a streamed response.
+ */
+export function heapSnapshot(): AsyncIterable<Uint8Array> {
+  return getHeapSnapshot() as AsyncIterable<Uint8Array>;
 }

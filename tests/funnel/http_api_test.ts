@@ -124,6 +124,68 @@ Deno.test("GET pages through history newest first, each page oldest first", asyn
   assertProblem(await call(t.base, "GET", "/tracks/room/1/none"), 404);
 });
 
+Deno.test("GET with after pages forward, oldest first, with an after cursor while newer exist", async () => {
+  await using t = await startTestFunnel();
+  for (let i = 0; i < 95; i++) {
+    assert.equal((await call(t.base, "POST", TRACK, { body: String(i) })).status, 201);
+  }
+  const payloads = (page: { json: { records: { payload: number }[] } }) =>
+    page.json.records.map((r) => r.payload);
+  const first = await call(t.base, "GET", TRACK + "?after=e000001-g00000004&limit=10");
+  assert.equal(first.status, 200);
+  assert.equal(first.headers.get("content-type"), "application/json");
+  assert.deepEqual(payloads(first), [5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
+  assert.equal(first.json.after, "e000001-g00000014", "the cursor is the page's newest group");
+  assert.equal(first.json.before, undefined, "a forward page has no before cursor");
+  // A whole catch-up from the first record: every record once, in commit order.
+  // e000000-g00000000 lies before the first epoch: paging after it starts at the first record.
+  const seen: number[] = [];
+  let after: string | undefined = "e000000-g00000000";
+  while (after !== undefined) {
+    const page = await call(t.base, "GET", `${TRACK}?limit=40&after=${after}`);
+    assert.equal(page.status, 200);
+    seen.push(...payloads(page));
+    after = page.json.after;
+  }
+  assert.deepEqual(seen, Array.from({ length: 95 }, (_, i) => i));
+  // The page that reaches the newest record has no cursor, even when it is full.
+  const last = await call(t.base, "GET", TRACK + "?after=e1-g84&limit=10");
+  assert.deepEqual(payloads(last), [85, 86, 87, 88, 89, 90, 91, 92, 93, 94]);
+  assert.equal(last.json.after, undefined);
+  // Nothing newer: an empty page without a cursor; a new record then shows up after it.
+  const none = await call(t.base, "GET", TRACK + "?after=e000001-g00000094");
+  assert.deepEqual(none.json, { records: [] });
+  assert.equal((await call(t.base, "POST", TRACK, { body: "95" })).status, 201);
+  const next = await call(t.base, "GET", TRACK + "?after=e000001-g00000094");
+  assert.deepEqual(payloads(next), [95]);
+  assert.deepEqual((await call(t.base, "GET", TRACK + "?after=e2-g0")).json, { records: [] });
+  // Redacted records and redactions read forward as they do backward.
+  await call(t.base, "DELETE", TRACK + "?group=e000001-g00000003");
+  const redacted = await call(t.base, "GET", TRACK + "?after=e1-g2&limit=1");
+  assert.deepEqual(redacted.json.records[0], {
+    group: "e000001-g00000003",
+    wallclock: redacted.json.records[0].wallclock,
+    redacted: true,
+  });
+  const tail = await call(t.base, "GET", TRACK + "?after=e1-g95");
+  assert.equal(tail.json.records[0].redacts, "e000001-g00000003");
+});
+
+Deno.test("GET refuses after together with before, and a malformed after, with problem+json", async () => {
+  await using t = await startTestFunnel();
+  assert.equal((await call(t.base, "POST", TRACK, { body: "1" })).status, 201);
+  const both = await call(t.base, "GET", TRACK + "?after=e1-g0&before=e1-g5");
+  assertProblem(both, 400);
+  assert.match(both.json.detail, /either before .* or after .*, not both/);
+  for (const bad of ["?after=g12", "?after=", "?after=e0-g1", "?after=e1-g0&limit=0"]) {
+    // e0-g1 is not the start cursor (only e0-g0 is) and epoch 0 holds no records.
+    assertProblem(await call(t.base, "GET", TRACK + bad), 400);
+  }
+  const malformed = await call(t.base, "GET", TRACK + "?after=yesterday");
+  assert.match(malformed.json.detail, /^after: Cannot parse group "yesterday"/);
+  assertProblem(await call(t.base, "GET", "/tracks/room/1/none?after=e1-g0"), 404);
+});
+
 Deno.test("PUT creates a track (201) once, then answers 204", async () => {
   await using t = await startTestFunnel();
   const created = await call(t.base, "PUT", "/tracks/live/feed");

@@ -59,6 +59,10 @@ Deno.test("A backend that goes away turns requests into 503 and recovers by itse
     assert.equal(down.headers.get("content-type"), "application/problem+json");
     assert.ok(!down.text.includes("connection refused"), "backend detail is not leaked");
     assert.equal((await call(base, "GET", "/tracks/a/t")).status, 503);
+    // A streamed forward page reads before it answers, so an outage is a 503, not a cut-off 200.
+    const forward = await call(base, "GET", "/tracks/a/t?after=e1-g0");
+    assert.equal(forward.status, 503);
+    assert.equal(forward.headers.get("content-type"), "application/problem+json");
     assert.equal((await call(base, "POST", "/tracks/b/t", { body: "1" })).status, 503);
     backend.down = false;
     const back = await call(base, "POST", "/tracks/a/t", { body: "3" });
