@@ -10,8 +10,10 @@ export type GroupFrames =
 export class CachedGroup {
   /** Absolute group sequence. */
   readonly sequence: number;
-  /** Timestamp in the track timescale. */
+  /** Timestamp in the track timescale, as a number (approximate above 2^53). */
   readonly timestamp: number;
+  /** The same timestamp, exact (nanoseconds since the epoch exceed 2^53). */
+  readonly exactTimestamp: bigint;
   /** Position in the producer's write (arrival) order. */
   readonly index: number;
   /** When the producer took the group, ms on its clock. */
@@ -20,17 +22,22 @@ export class CachedGroup {
   #v04: Uint8Array<ArrayBuffer> | undefined;
   #v05: Uint8Array<ArrayBuffer> | undefined;
 
-  /** Makes a group; frames given as a function are made on first read. */
+  /**
+   * Makes a group; frames given as a function are made on first read. A
+   * group that did not come through a producer's writes (one fetched from
+   * elsewhere) has index -1.
+   */
   constructor(
     sequence: number,
     frames: GroupFrames,
-    timestamp: number,
+    timestamp: number | bigint,
     index: number,
     writtenAt = 0,
   ) {
     this.sequence = sequence;
     this.#frames = frames;
-    this.timestamp = timestamp;
+    this.exactTimestamp = BigInt(timestamp);
+    this.timestamp = Number(timestamp);
     this.index = index;
     this.writtenAt = writtenAt;
   }
@@ -54,7 +61,7 @@ export class CachedGroup {
   /** The frame bytes as they follow a GROUP header (or answer a FETCH) in `version`. */
   encoded(version: Version): Uint8Array<ArrayBuffer> {
     if (version === "moq-lite-05") {
-      return this.#v05 ??= encodeFrames(this.frames, version, this.timestamp);
+      return this.#v05 ??= encodeFrames(this.frames, version, this.exactTimestamp);
     }
     return this.#v04 ??= encodeFrames(this.frames, version);
   }

@@ -1,4 +1,4 @@
-import type { TrackInfo } from "./codec/messages.ts";
+import { MAX_TIMESTAMP, type TrackInfo } from "./codec/messages.ts";
 import { CachedGroup, type GroupFrames } from "./cached_group.ts";
 import { SequenceWindow } from "./sequence_window.ts";
 
@@ -34,8 +34,12 @@ export interface TrackObserver {
 
 /** Options for {@linkcode TrackProducer.writeGroup}. */
 export interface WriteGroupOptions {
-  /** The group's timestamp in the track timescale (default: clock converted to the timescale). */
-  readonly timestamp?: number;
+  /**
+   * The group's timestamp in the track timescale (default: clock converted
+   * to the timescale); a bigint keeps it exact above 2^53. At most
+   * 2^61 - 1 (the first frame's zigzag delta must fit a varint).
+   */
+  readonly timestamp?: number | bigint;
 }
 
 /**
@@ -174,6 +178,8 @@ export class TrackProducer {
     if (!Number.isSafeInteger(sequence) || sequence < 0) {
       throw new RangeError(`Cannot write group "${sequence}": not a non-negative safe integer`);
     }
+    // Checked before anything changes, so a refused write leaves its sequence free.
+    const given = options.timestamp === undefined ? undefined : checkedTimestamp(options.timestamp);
     const late = sequence < this.#seen.highest;
     if (!this.#seen.add(sequence)) {
       this.#stale++;
@@ -181,8 +187,7 @@ export class TrackProducer {
     }
     if (late) this.#late++;
     const now = this.#clock();
-    const timestamp = options.timestamp ??
-      Math.max(0, Math.round(now * this.info.timescale / 1000));
+    const timestamp = given ?? BigInt(Math.max(0, Math.round(now * this.info.timescale / 1000)));
     const group = new CachedGroup(sequence, frames, timestamp, this.#written++, now);
     this.#ring.push(group);
     if (this.#ring.length > this.#cacheSize) this.#ring.shift();
@@ -242,6 +247,14 @@ export class TrackProducer {
     };
   }
   #reader: TrackReader | undefined;
+}
+
+function checkedTimestamp(value: number | bigint): bigint {
+  const ts = typeof value === "bigint" ? value : Number.isSafeInteger(value) ? BigInt(value) : -1n;
+  if (ts < 0n || ts > MAX_TIMESTAMP) {
+    throw new RangeError(`Cannot use timestamp "${value}": not an integer from 0 to 2^61-1`);
+  }
+  return ts;
 }
 
 /** What a cursor needs of its producer (kept off the producer's public surface). */

@@ -1,4 +1,4 @@
-import { TrackProducer } from "../moq/mod.ts";
+import { type TrackInfo, TrackProducer } from "../moq/mod.ts";
 import type { RelayMetrics } from "./relay_metrics.ts";
 
 /** A complete group received from upstream. */
@@ -9,6 +9,8 @@ export interface IncomingGroup {
   readonly frames: readonly Uint8Array[];
   /** The group's timestamp in the track timescale, when the publisher sent one. */
   readonly timestamp?: number;
+  /** The same timestamp, exact (a nanosecond timescale exceeds 2^53). */
+  readonly exactTimestamp?: bigint;
 }
 
 /** The relay's one upstream subscription for a track. */
@@ -19,6 +21,8 @@ export interface UpstreamTrack {
   close(): void;
   /** Groups being received right now (fill tasks), when the source can tell. */
   inflight?(): number;
+  /** The track's properties as the publisher gave them (TRACK_INFO), passed on downstream. */
+  readonly info?: TrackInfo | undefined;
 }
 
 /** Options of a {@link TrackDistributor}. */
@@ -29,6 +33,8 @@ export interface DistributorOptions {
   readonly track: string;
   /** Groups kept in the ring (GROUP_CACHE_SIZE). */
   readonly cacheSize: number;
+  /** The upstream track's properties, advertised as they are (its timescale above all). */
+  readonly info?: TrackInfo | undefined;
   /** Metrics to update. */
   readonly metrics: RelayMetrics;
   /** Clock in ms (injected). */
@@ -76,6 +82,7 @@ export class TrackDistributor {
     this.#trackLabel = { track: `/${options.path}/${options.track}` };
     const m = options.metrics;
     this.producer = new TrackProducer({
+      ...options.info,
       cache: options.cacheSize,
       clock: options.now,
       observer: {
@@ -147,12 +154,11 @@ export class TrackDistributor {
       m.ingressBytesTotal.inc(this.#trackLabel, bytes);
       this.#opts.onBytes?.(bytes);
       // A late group (retransmitted after newer ones) is taken too; a duplicate is refused.
+      const timestamp = group.exactTimestamp ?? group.timestamp;
       this.producer.writeGroup(
         group.sequence,
         group.frames,
-        group.timestamp === undefined || group.timestamp === 0
-          ? {}
-          : { timestamp: group.timestamp },
+        timestamp === undefined || timestamp === 0 || timestamp === 0n ? {} : { timestamp },
       );
     }
   }

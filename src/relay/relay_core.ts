@@ -159,6 +159,7 @@ export class RelayCore {
       path,
       track,
       cacheSize: this.#opts.cacheSize,
+      info: upstream.info,
       metrics: m,
       now: this.#opts.now,
       onBytes: (n) => rate.add(n),

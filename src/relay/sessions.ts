@@ -260,7 +260,12 @@ export class RelaySessions {
       sub.close();
       throw e;
     }
-    return { groups: sub, close: () => sub.close(), inflight: () => sub.receiving };
+    return {
+      groups: sub,
+      close: () => sub.close(),
+      inflight: () => sub.receiving,
+      info: sub.info,
+    };
   }
 
   #startPing(live: Live): () => void {

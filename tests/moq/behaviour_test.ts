@@ -36,6 +36,28 @@ for (const version of ["moq-lite-05", "moq-lite-04"]) {
     await stop();
   });
 
+  Deno.test(`${version}: nanosecond timestamps arrive exactly, live and by fetch`, async () => {
+    const track = new TrackProducer({ timescale: 1_000_000_000 });
+    const wallclock = 1_800_000_000_123_456_789n;
+    const { client, stop } = await moqPair(version, track);
+    const sub = client.subscribe("a/b", "t");
+    await sub.ready;
+    if (version === "moq-lite-05") assert.equal(sub.info?.timescale, 1_000_000_000);
+    const it = sub[Symbol.asyncIterator]();
+    const next = it.next();
+    track.writeGroup(3, t("x"), { timestamp: wallclock });
+    const live = (await next).value!;
+    const fetched = await client.fetch("a/b", "t", 3);
+    const expected = version === "moq-lite-05" ? wallclock : 0n;
+    assert.equal(live.exactTimestamp, expected);
+    assert.equal(fetched.exactTimestamp, expected);
+    assert.equal(live.timestamp, Number(expected));
+    assert.throws(() => track.writeGroup(4, t("y"), { timestamp: 1n << 61n }), RangeError);
+    assert.throws(() => track.writeGroup(4, t("y"), { timestamp: 1.5 }), RangeError);
+    await it.return?.();
+    await stop();
+  });
+
   Deno.test(`${version}: fetch returns a cached group; a missing one is not-found`, async () => {
     const track = new TrackProducer({ cache: 4 });
     for (let i = 1; i <= 6; i++) track.writeGroup(i, t(`g${i}`));

@@ -31,6 +31,7 @@ import {
   encodeSubscribeUpdate,
   encodeTrackInfo,
   encodeTrackRequest,
+  MAX_TIMESTAMP,
   type SubscribeResponse,
   type Version,
 } from "../../src/moq/codec/messages.ts";
@@ -199,6 +200,36 @@ Deno.test("GROUP and FRAME: captured lite-05 timestamps, lite-04 sizes, limits",
   assertDecodeError(() => decodeFrames(bytes("04 00 00 00 00"), "moq-lite-04", 3), "too-large");
 });
 
+Deno.test("FRAME timestamps in nanoseconds stay exact, up to 2^61 - 1", () => {
+  const wallclock = 1_800_000_000_123_456_789n; // above 2^53: a float would round it
+  const t = new TextEncoder();
+  const frames = encodeFrames([t.encode("a"), t.encode("b")], "moq-lite-05", wallclock);
+  const decoded = decodeFrames(frames, "moq-lite-05");
+  assert.deepEqual(decoded.map((f) => f.exactTimestamp), [wallclock, wallclock]);
+  assert.equal(decoded[0]!.timestamp, Number(wallclock), "the number form is the nearest float");
+  // The first delta is zigzag(timestamp) = 2 * timestamp: the largest fits the varint exactly.
+  const last = decodeFrames(
+    encodeFrames([t.encode("z")], "moq-lite-05", MAX_TIMESTAMP),
+    "moq-lite-05",
+  );
+  assert.equal(last[0]!.exactTimestamp, MAX_TIMESTAMP);
+  assert.equal(MAX_TIMESTAMP * 2n, VARINT_MAX - 1n);
+  assert.throws(() => encodeFrames([t.encode("z")], "moq-lite-05", MAX_TIMESTAMP + 1n), RangeError);
+  // A running sum past the limit (two large positive deltas) is refused on receipt.
+  const half = encodeFrames([t.encode("x")], "moq-lite-05", MAX_TIMESTAMP);
+  const twice = new Uint8Array([...half, ...half]);
+  assertDecodeError(() => decodeFrames(twice, "moq-lite-05"), "invalid");
+  const dg = {
+    subscribeId: 1n,
+    sequence: 2,
+    timestamp: MAX_TIMESTAMP + 1n,
+    payload: t.encode("d"),
+  };
+  assertDecodeError(() => decodeDatagram(encodeDatagram(dg)), "invalid");
+  const exact = { ...dg, timestamp: wallclock };
+  assert.deepEqual(decodeDatagram(encodeDatagram(exact)), exact);
+});
+
 Deno.test("FETCH / PROBE / GOAWAY / DATAGRAM: captured bytes and round trips", () => {
   const fetch = bytes("12 09 64 65 6d 6f 2f 63 61 6d 31 05 76 69 64 65 6f 03 01");
   const f = { path: "demo/cam1", track: "video", priority: 3, group: 1 };
@@ -210,7 +241,7 @@ Deno.test("FETCH / PROBE / GOAWAY / DATAGRAM: captured bytes and round trips", (
   const uri = "https://b.example/";
   assert.deepEqual(decodeGoaway(body(encodeGoaway({ uri }))), { uri });
   assertDecodeError(() => decodeGoaway(bytes("12 68")), "truncated");
-  const dg = { subscribeId: 3n, sequence: 9, timestamp: 1000, payload: new Uint8Array([1, 2]) };
+  const dg = { subscribeId: 3n, sequence: 9, timestamp: 1000n, payload: new Uint8Array([1, 2]) };
   assert.deepEqual(decodeDatagram(encodeDatagram(dg)), dg);
   assertDecodeError(() => decodeDatagram(bytes("03 09")), "truncated");
 });

@@ -27,6 +27,12 @@ interface LiveBroadcast {
 
 const encoder = new TextEncoder();
 
+/**
+ * The timescale of every record track (TRACK_INFO): nanoseconds, so a
+ * frame's timestamp is the record's `wallclock` exactly, as history gives it.
+ */
+export const RECORD_TIMESCALE = 1_000_000_000;
+
 /** Groups kept per track for subscribers that fall behind in a burst. */
 export const DEFAULT_TRACK_CACHE = 32;
 
@@ -139,8 +145,9 @@ export class LivePublisher implements RecordSink {
     }
     let track = broadcast.tracks.get(path.track);
     if (!track) {
-      // Records form one sequence in commit order: ask for in-order delivery.
-      track = new TrackProducer({ cache: this.#cache, ordered: true });
+      // Records form one sequence in commit order: ask for in-order delivery. Timestamps
+      // are the ledger's commit times in Unix nanoseconds, exactly.
+      track = new TrackProducer({ cache: this.#cache, ordered: true, timescale: RECORD_TIMESCALE });
       broadcast.tracks.set(path.track, track);
     }
     this.#byPath.set(path, track);
@@ -149,9 +156,9 @@ export class LivePublisher implements RecordSink {
 }
 
 function write(track: TrackProducer, entry: LedgerEntry): void {
-  // The ledger's commit time (ns) becomes the group timestamp in the track's ms timescale.
+  // The ledger's commit time (ns) is the group timestamp, exact, in the track's ns timescale.
   // Encoded on first read: with no subscriber a commit costs no JSON or bytes here.
   track.writeGroup(entry.seq + 1, () => encoder.encode(entryFrame(entry)), {
-    timestamp: Number(entry.wallclock / 1_000_000n),
+    timestamp: entry.wallclock,
   });
 }

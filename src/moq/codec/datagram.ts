@@ -1,5 +1,6 @@
 /** Datagrams (lite-05): a complete single-frame group. */
 import { Decoder, Encoder } from "../../wire/mod.ts";
+import { checkTimestamp } from "./group.ts";
 
 /** A lite-05 datagram: a complete single-frame group. */
 export interface Datagram {
@@ -7,8 +8,8 @@ export interface Datagram {
   readonly subscribeId: bigint;
   /** Group sequence. */
   readonly sequence: number;
-  /** Absolute timestamp. */
-  readonly timestamp: number;
+  /** Absolute timestamp in the track timescale, exact. */
+  readonly timestamp: bigint;
   /** The frame. */
   readonly payload: Uint8Array;
 }
@@ -24,6 +25,7 @@ export function decodeDatagram(bytes: Uint8Array): Datagram {
   const d = new Decoder(bytes);
   const subscribeId = d.u62("subscribe id");
   const sequence = d.u53("group sequence");
-  const timestamp = d.u53("timestamp");
+  // Held to the frame range, so a relay can pass it on as a group stream's first delta.
+  const timestamp = checkTimestamp(d.u62("timestamp"));
   return { subscribeId, sequence, timestamp, payload: d.rest() };
 }

@@ -26,6 +26,22 @@ export function decodeGroupHeader(body: Uint8Array): GroupHeader {
 }
 
 /**
+ * Largest absolute frame timestamp: the first frame of a group carries its
+ * timestamp as a zigzag delta from 0, and zigzag doubles it, so it must stay
+ * within half the 62-bit varint range (2^61 - 1). In nanoseconds since the
+ * Unix epoch that lasts until January 2043.
+ */
+export const MAX_TIMESTAMP: bigint = (1n << 61n) - 1n;
+
+/** Checks a received running timestamp: never negative, never past {@link MAX_TIMESTAMP}. */
+export function checkTimestamp(ts: bigint): bigint {
+  if (ts < 0n || ts > MAX_TIMESTAMP) {
+    throw new DecodeError("invalid", `Cannot read frame: timestamp "${ts}" out of range`);
+  }
+  return ts;
+}
+
+/**
  * Encodes frames as they follow a GROUP header or answer a FETCH. On lite-05
  * each frame carries a zigzag timestamp delta (baseline 0 per group); all
  * frames of a group share `timestamp` unless `timestamps` gives one per frame.
@@ -33,8 +49,8 @@ export function decodeGroupHeader(body: Uint8Array): GroupHeader {
 export function encodeFrames(
   frames: readonly Uint8Array[],
   version: Version,
-  timestamp = 0,
-  timestamps?: readonly number[],
+  timestamp: number | bigint = 0,
+  timestamps?: readonly (number | bigint)[],
 ): Uint8Array<ArrayBuffer> {
   let size = 0;
   for (const f of frames) size += f.length + 16;
@@ -53,8 +69,10 @@ export function encodeFrames(
 
 /** A decoded frame. */
 export interface Frame {
-  /** Absolute timestamp in the track timescale (lite-05), else 0. */
+  /** Absolute timestamp in the track timescale (lite-05), else 0; approximate above 2^53. */
   readonly timestamp: number;
+  /** The same timestamp, exact. */
+  readonly exactTimestamp: bigint;
   /** The frame's bytes. */
   readonly payload: Uint8Array;
 }
@@ -65,13 +83,12 @@ export function decodeFrames(bytes: Uint8Array, version: Version, maxFrame = 1 <
   const out: Frame[] = [];
   let ts = 0n;
   while (d.remaining > 0) {
-    if (version === "moq-lite-05") {
-      ts += zigzagDecode(d.u62("timestamp delta"));
-      if (ts < 0n || ts > BigInt(Number.MAX_SAFE_INTEGER)) {
-        throw new DecodeError("invalid", `Cannot decode frame: timestamp "${ts}" out of range`);
-      }
-    }
-    out.push({ timestamp: Number(ts), payload: d.lengthPrefixed("frame", maxFrame) });
+    if (version === "moq-lite-05") ts = checkTimestamp(ts + zigzagDecode(d.u62("timestamp delta")));
+    out.push({
+      timestamp: Number(ts),
+      exactTimestamp: ts,
+      payload: d.lengthPrefixed("frame", maxFrame),
+    });
   }
   return out;
 }

@@ -46,7 +46,12 @@ export async function datagramLoop(core: SessionCore): Promise<void> {
     // Unknown ids and datagrams before TRACK_INFO are dropped silently (draft).
     const sub = core.subs.get(dg.subscribeId);
     if (!sub?.info) continue;
-    core.deliver(sub, { sequence: dg.sequence, frames: [dg.payload], timestamp: dg.timestamp });
+    core.deliver(sub, {
+      sequence: dg.sequence,
+      frames: [dg.payload],
+      timestamp: Number(dg.timestamp),
+      exactTimestamp: dg.timestamp,
+    });
   }
 }
 

@@ -2,6 +2,7 @@
 import { concatBytes, DecodeError, encodeVarint, zigzagDecode } from "../../wire/mod.ts";
 import {
   BidiType,
+  checkTimestamp,
   decodeTrackInfo,
   encodeFetch,
   encodeTrackRequest,
@@ -65,14 +66,14 @@ export async function fetchGroup(
     await w.close();
     const frames: Uint8Array[] = [];
     let ts = 0n;
-    let first: number | undefined;
+    let first: bigint | undefined;
     let total = 0;
     const maxGroup = core.options.maxGroupSize ?? 64 << 20;
     try {
       while (!(await r.done())) {
         if (core.version === "moq-lite-05") {
-          ts += zigzagDecode(await r.u62("timestamp delta"));
-          first ??= Number(ts);
+          ts = checkTimestamp(ts + zigzagDecode(await r.u62("timestamp delta")));
+          first ??= ts;
         }
         const size = await r.u53("frame size");
         total += size;
@@ -96,7 +97,7 @@ export async function fetchGroup(
         `Group ${group} of "${canonical}" "${track}" not available`,
       );
     }
-    return { sequence: group, frames, timestamp: first ?? 0 };
+    return { sequence: group, frames, timestamp: Number(first ?? 0n), exactTimestamp: first ?? 0n };
   } finally {
     options.signal?.removeEventListener("abort", onAbort);
     r.cancel();

@@ -1,5 +1,5 @@
 /** The consuming side's group streams: frames read within the session's size budgets. */
-import { decodeGroupHeader, MAX_CONTROL_MESSAGE } from "../codec/messages.ts";
+import { checkTimestamp, decodeGroupHeader, MAX_CONTROL_MESSAGE } from "../codec/messages.ts";
 import { DecodeError, type StreamReader, zigzagDecode } from "../../wire/mod.ts";
 import type { SessionCore } from "./core.ts";
 
@@ -21,14 +21,11 @@ export async function receiveGroup(core: SessionCore, r: StreamReader): Promise<
     const maxGroup = core.options.maxGroupSize ?? 64 << 20;
     const frames: Uint8Array[] = [];
     let ts = 0n;
-    let first: number | undefined;
+    let first: bigint | undefined;
     while (!(await r.done())) {
       if (core.version === "moq-lite-05") {
-        ts += zigzagDecode(await r.u62("timestamp delta"));
-        if (ts < 0n || ts > BigInt(Number.MAX_SAFE_INTEGER)) {
-          throw new DecodeError("invalid", `Cannot read frame: timestamp "${ts}" out of range`);
-        }
-        first ??= Number(ts);
+        ts = checkTimestamp(ts + zigzagDecode(await r.u62("timestamp delta")));
+        first ??= ts;
       }
       const size = await r.u53("frame size");
       if (size > maxFrame || total + size > maxGroup) {
@@ -43,7 +40,12 @@ export async function receiveGroup(core: SessionCore, r: StreamReader): Promise<
       core.buffered += size;
       frames.push(await r.bytes(size, "frame"));
     }
-    core.deliver(sub, { sequence: header.sequence, frames, timestamp: first ?? 0 });
+    core.deliver(sub, {
+      sequence: header.sequence,
+      frames,
+      timestamp: Number(first ?? 0n),
+      exactTimestamp: first ?? 0n,
+    });
   } finally {
     core.buffered -= total;
     sub._receiving(-1);

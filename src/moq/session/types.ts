@@ -72,8 +72,13 @@ export interface ReceivedGroup {
   readonly sequence: number;
   /** The frames, in order. */
   readonly frames: Uint8Array[];
-  /** Timestamp of the first frame in the track timescale (lite-05), else 0. */
+  /**
+   * Timestamp of the first frame in the track timescale (lite-05), else 0,
+   * as a number: approximate above 2^53.
+   */
   readonly timestamp: number;
+  /** The same timestamp, exact (nanosecond timescales exceed 2^53). */
+  readonly exactTimestamp: bigint;
 }
 
 /** Options for {@linkcode MoqSession.subscribe}. */
