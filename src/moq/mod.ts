@@ -36,6 +36,8 @@ export {
 } from "./session/mod.ts";
 export { CachedGroup, type GroupFrames } from "./cached_group.ts";
 export {
+  type FetchedGroup,
+  type GroupFetcher,
   TrackCursor,
   type TrackObserver,
   TrackProducer,

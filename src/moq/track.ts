@@ -18,7 +18,29 @@ export interface TrackProducerOptions {
   readonly clock?: () => number;
   /** Told of what the track's cursors do (deliveries, skips, subscribers coming and going). */
   readonly observer?: TrackObserver;
+  /**
+   * Where {@linkcode TrackProducer.fetch} finds a group the cache no longer
+   * (or never) held: the funnel's ledger, a relay's upstream session.
+   */
+  readonly fetchMissing?: GroupFetcher;
 }
+
+/** A group read from elsewhere than the producer's cache. */
+export interface FetchedGroup {
+  /** The group's frames. */
+  readonly frames: Uint8Array | readonly Uint8Array[];
+  /** Its timestamp in the track timescale (exact as a bigint). */
+  readonly timestamp: number | bigint;
+}
+
+/**
+ * Reads group `sequence` from elsewhere; undefined when it is not there.
+ * `signal` aborts when the requester went away.
+ */
+export type GroupFetcher = (
+  sequence: number,
+  signal: AbortSignal,
+) => Promise<FetchedGroup | undefined>;
 
 /** What a producer tells its observer about its cursors (the relay counts with it). */
 export interface TrackObserver {
@@ -65,6 +87,7 @@ export class TrackProducer {
   readonly #cacheSize: number;
   readonly #clock: () => number;
   readonly #observer: TrackObserver | undefined;
+  readonly #fetchMissing: GroupFetcher | undefined;
   // The cache in arrival order: cursors follow it by index, so a late group is
   // simply the next arrival for every cursor that has not passed it.
   readonly #ring: CachedGroup[] = [];
@@ -98,6 +121,7 @@ export class TrackProducer {
     this.#cacheSize = Math.max(1, options.cache ?? 32);
     this.#clock = options.clock ?? Date.now;
     this.#observer = options.observer;
+    this.#fetchMissing = options.fetchMissing;
   }
 
   #signal(): void {
@@ -195,9 +219,25 @@ export class TrackProducer {
     return true;
   }
 
-  /** A cached group by sequence (for FETCH), if still held. */
+  /** A cached group by sequence, if still held. */
   group(sequence: number): CachedGroup | undefined {
     return this.#ring.find((g) => g.sequence === sequence);
+  }
+
+  /**
+   * The group a FETCH asks for: from the cache, else from `fetchMissing`
+   * (when the producer has one); undefined when neither has it. A group
+   * fetched from elsewhere is not added to the cache or sent to subscribers.
+   * Rejects only if `fetchMissing` does.
+   */
+  async fetch(sequence: number, signal: AbortSignal = NEVER): Promise<CachedGroup | undefined> {
+    const cached = this.group(sequence);
+    if (cached || !this.#fetchMissing || !Number.isSafeInteger(sequence) || sequence < 0) {
+      return cached;
+    }
+    const found = await this.#fetchMissing(sequence, signal);
+    if (!found) return undefined;
+    return new CachedGroup(sequence, found.frames, checkedTimestamp(found.timestamp), -1);
   }
 
   /** Ends the track: subscribers finish after what they already have. Idempotent. */
@@ -248,6 +288,8 @@ export class TrackProducer {
   }
   #reader: TrackReader | undefined;
 }
+
+const NEVER = new AbortController().signal;
 
 function checkedTimestamp(value: number | bigint): bigint {
   const ts = typeof value === "bigint" ? value : Number.isSafeInteger(value) ? BigInt(value) : -1n;

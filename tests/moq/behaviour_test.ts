@@ -73,6 +73,47 @@ for (const version of ["moq-lite-05", "moq-lite-04"]) {
     await stop();
   });
 
+  Deno.test(`${version}: fetch falls back to the producer's fetchMissing for groups it no longer holds`, async () => {
+    // The failing fetchMissing is logged (once per session) through the default log.
+    const warnings: string[] = [];
+    const warn = console.warn;
+    console.warn = (line: string) => warnings.push(line);
+    using _restore = { [Symbol.dispose]: () => void (console.warn = warn) };
+    const asked: number[] = [];
+    const track = new TrackProducer({
+      cache: 2,
+      timescale: 1_000_000_000,
+      fetchMissing: (sequence) => {
+        asked.push(sequence);
+        if (sequence === 13) return Promise.reject(new Error("storage away"));
+        if (sequence > 6) return Promise.resolve(undefined);
+        return Promise.resolve({ frames: [t(`old${sequence}`)], timestamp: 10n ** 18n + 7n });
+      },
+    });
+    for (let i = 1; i <= 6; i++) track.writeGroup(i, t(`g${i}`));
+    const { client, stop } = await moqPair(version, track);
+    const cached = await client.fetch("a/b", "t", 6);
+    assert.equal(s(cached.frames[0]), "g6");
+    const old = await client.fetch("a/b", "t", 2);
+    assert.equal(s(old.frames[0]), "old2");
+    assert.equal(old.exactTimestamp, version === "moq-lite-05" ? 10n ** 18n + 7n : 0n);
+    assert.deepEqual(asked, [2], "a cached group never reaches fetchMissing");
+    for (const missing of [9, 13]) {
+      await assert.rejects(
+        client.fetch("a/b", "t", missing),
+        (e) => e instanceof MoqError && e.kind === "not-found",
+      );
+    }
+    // A failing fetchMissing refuses that FETCH only: the session goes on serving.
+    assert.equal(s((await client.fetch("a/b", "t", 3)).frames[0]), "old3");
+    assert.equal(track.cached, 2, "fetched groups do not enter the cache");
+    assert.ok(
+      warnings.some((w) => w.includes("fetching group 13 failed: storage away")),
+      warnings.join("\n"),
+    );
+    await stop();
+  });
+
   Deno.test(`${version}: abort ends a subscription; the publisher sees it closed`, async () => {
     const track = new TrackProducer();
     track.writeGroup(1, t("1"));

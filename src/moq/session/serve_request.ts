@@ -53,11 +53,22 @@ export async function serveTrack(core: SessionCore, r: StreamReader, w: Sender):
   await w.close();
 }
 
-/** Answers a FETCH with one cached group, or refuses it. */
+/**
+ * Answers a FETCH with one group, from the track's cache or wherever its
+ * producer fetches missing groups from (the funnel's ledger, a relay's
+ * upstream), or refuses it.
+ */
 export async function serveFetch(core: SessionCore, r: StreamReader, w: Sender): Promise<void> {
   const m = decodeFetch(await r.message("FETCH", MAX_CONTROL_MESSAGE));
   const decision = await decide(core, "fetch", normalizePath(m.path), m.track);
-  const group = decision instanceof TrackProducer ? decision.group(m.group) : undefined;
+  let group;
+  try {
+    group = decision instanceof TrackProducer
+      ? await decision.fetch(m.group, core.abort.signal)
+      : undefined;
+  } catch (err) {
+    core.log("fetch", `fetching group ${m.group} failed: ${errorText(err)}`);
+  }
   if (!group) {
     w.abort("not-found");
     return;
