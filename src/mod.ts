@@ -34,7 +34,7 @@ export type { OriginPolicy } from "./http/cors.ts";
 export type { Logger } from "./log/mod.ts";
 export type { RecordSink } from "./funnel/sink.ts";
 export type { LiveOptions, LiveSide } from "./funnel/live/start.ts";
-export type { LivePublisher } from "./funnel/live/publisher.ts";
+export type { EntryFetch, LivePublisher } from "./funnel/live/publisher.ts";
 export type { RedialTimers, RelayClient, RelayState } from "./funnel/live/relay_client.ts";
 export type { WorkerListener } from "./funnel/live/worker_listener.ts";
 export type { LiveListener } from "./funnel/live/listener.ts";

@@ -11,6 +11,7 @@ import {
 } from "../ledger/mod.ts";
 import { consoleLogger, type Logger } from "../log/mod.ts";
 import { type LiveConfig, type LiveOptions, type LiveSide, startLive } from "./live/start.ts";
+import { RecordFetcher } from "./live/record_fetcher.ts";
 import { funnelHandler } from "./routes.ts";
 import { FunnelService } from "./service.ts";
 import { fanOut, type RecordSink } from "./sink.ts";
@@ -80,8 +81,14 @@ export async function startFunnel(
         }),
       );
     }
-    live = await startLive(liveConfig(config), verifier, log, deps.live);
-    sink = deps.sink ? fanOut(live.sink, deps.sink) : live.sink;
+    // FETCHes past the live tracks' recent groups are answered from the ledger.
+    const records = new RecordFetcher(ledger);
+    live = await startLive(liveConfig(config), verifier, log, {
+      fetchEntry: (path, seq, signal) => records.fetch(path, seq, signal),
+      ...deps.live,
+    });
+    const liveSink = fanOut(live.sink, records);
+    sink = deps.sink ? fanOut(liveSink, deps.sink) : liveSink;
     await restoreTracks(ledger, sink);
     const service = new FunnelService({
       ledger,

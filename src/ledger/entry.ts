@@ -47,11 +47,14 @@ export function entryGroup(entry: LedgerEntry): string {
 }
 
 /**
- * The frame published for an entry and stored as its content:
- * `{"sender":...,"payload":...}` or `{"sender":...,"redacts":"<group>"}`.
- * The payload text is inserted verbatim, so the posted bytes travel unchanged.
+ * The frame published for an entry: `{"sender":...,"payload":...}` or
+ * `{"sender":...,"redacts":"<group>"}`; a redacted record (served again, by
+ * FETCH or as a restored track's newest) is `{"redacted":true}`, with no
+ * sender, as history shows it. The payload text is inserted verbatim, so the
+ * posted bytes travel unchanged.
  */
 export function entryFrame(entry: LedgerEntry): string {
+  if (entry.redacted) return `{"redacted":true}`;
   const sender = entry.sender === undefined ? "" : `"sender":${JSON.stringify(entry.sender)}`;
   let body: string;
   if (entry.redacts !== undefined) body = `"redacts":${JSON.stringify(entry.redacts)}`;

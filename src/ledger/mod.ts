@@ -21,6 +21,7 @@
 export * from "./group_id.ts";
 export * from "./track_path.ts";
 export * from "./entry.ts";
+export { withoutPayload } from "./codec.ts";
 export * from "./errors.ts";
 export type { LedgerBackend, TrackBackend } from "./backend.ts";
 export * from "./entry_stream.ts";

@@ -5,11 +5,11 @@
 // (the one verifier and key source live there).
 import { errorStack, errorText } from "../../errors/mod.ts";
 import { AuthError, type Grant, ScopedGrant } from "../../auth/mod.ts";
-import type { TrackPath } from "../../ledger/mod.ts";
+import type { LedgerEntry, TrackPath } from "../../ledger/mod.ts";
 import type { Logger, LogLevel } from "../../log/mod.ts";
 import type { CredentialCheck } from "./admission.ts";
 import { type LiveListener, startLiveListener } from "./listener.ts";
-import { LivePublisher } from "./publisher.ts";
+import { type EntryFetch, LivePublisher } from "./publisher.ts";
 import {
   type FromListener,
   type ToListener,
@@ -37,9 +37,29 @@ const log: Logger = {
   debug: logAt("debug"),
 };
 
+// FETCHes past the recent groups ask the main thread, which reads its ledger.
+const fetches = new Map<number, (entry: LedgerEntry | undefined) => void>();
+let nextFetch = 0;
+let fetchFromLedger = false;
+const fetchEntry: EntryFetch = (path, seq, signal) =>
+  !fetchFromLedger || signal.aborted ? Promise.resolve(undefined) : new Promise((resolve) => {
+    const id = nextFetch++;
+    const done = (entry: LedgerEntry | undefined): void => {
+      fetches.delete(id);
+      signal.removeEventListener("abort", gone);
+      resolve(entry);
+    };
+    // The subscriber's session ended: stop waiting; the late answer is dropped.
+    const gone = (): void => done(undefined);
+    fetches.set(id, done);
+    signal.addEventListener("abort", gone, { once: true });
+    post({ type: "fetch", id, track: { broadcast: path.broadcast, track: path.track }, seq });
+  });
+
 const publisher = new LivePublisher({
   cache: WORKER_TRACK_CACHE,
   onError: (error) => log.error("Publishing a committed record failed", error),
+  fetchEntry,
 });
 // One path object per track, so the publisher's per-path cache keeps hitting.
 const paths = new Map<string, TrackPath>();
@@ -76,6 +96,7 @@ function pathOf(track: WireTrack): TrackPath {
 }
 
 async function start(message: ToListener & { type: "start" }): Promise<void> {
+  fetchFromLedger = message.fetchFromLedger;
   try {
     listener = await startLiveListener({
       hostname: message.hostname,
@@ -96,6 +117,7 @@ async function start(message: ToListener & { type: "start" }): Promise<void> {
 }
 
 async function stop(): Promise<void> {
+  for (const done of [...fetches.values()]) done(undefined);
   await listener?.stop();
   publisher.close();
   post({ type: "stopped" });
@@ -112,6 +134,10 @@ scope.onmessage = (event) => {
         else publisher.committed(path, item.entries);
       }
       post({ type: "applied" });
+      return;
+    case "entry":
+      if (message.failed) log.debug(`Reading a record for a FETCH failed: ${message.failed}`);
+      fetches.get(message.id)?.(message.entry);
       return;
     case "verified":
       verifications.get(message.id)?.(message);

@@ -33,7 +33,12 @@
  * @module
  */
 export { type LiveConfig, type LiveOptions, type LiveSide, startLive } from "./start.ts";
-export { LivePublisher, type LivePublisherOptions, RECORD_TIMESCALE } from "./publisher.ts";
+export {
+  type EntryFetch,
+  LivePublisher,
+  type LivePublisherOptions,
+  RECORD_TIMESCALE,
+} from "./publisher.ts";
 export {
   type RedialTimers,
   RELAY_REDIAL_MS,

@@ -18,7 +18,20 @@ export interface LivePublisherOptions {
   readonly cache?: number;
   /** Told of a contained publishing failure. */
   readonly onError?: (error: unknown) => void;
+  /**
+   * Reads a committed entry for a FETCH of a group the track's recent cache
+   * no longer holds (the funnel reads its ledger); without it such a FETCH
+   * is refused as not found.
+   */
+  readonly fetchEntry?: EntryFetch;
 }
+
+/** Reads entry `seq` of a track; undefined when there is none. */
+export type EntryFetch = (
+  path: TrackPath,
+  seq: number,
+  signal: AbortSignal,
+) => Promise<LedgerEntry | undefined>;
 
 interface LiveBroadcast {
   readonly tracks: Map<string, TrackProducer>;
@@ -61,6 +74,7 @@ export class LivePublisher implements RecordSink {
   readonly #byPath = new WeakMap<TrackPath, TrackProducer>();
   readonly #cache: number;
   readonly #onError: ((error: unknown) => void) | undefined;
+  readonly #fetchEntry: EntryFetch | undefined;
   #failures = 0;
   #closed = false;
 
@@ -68,6 +82,7 @@ export class LivePublisher implements RecordSink {
   constructor(options: LivePublisherOptions = {}) {
     this.#cache = options.cache ?? DEFAULT_TRACK_CACHE;
     this.#onError = options.onError;
+    this.#fetchEntry = options.fetchEntry;
   }
 
   /** A track exists; publishes `newest` as its latest group when there is one. */
@@ -147,7 +162,20 @@ export class LivePublisher implements RecordSink {
     if (!track) {
       // Records form one sequence in commit order: ask for in-order delivery. Timestamps
       // are the ledger's commit times in Unix nanoseconds, exactly.
-      track = new TrackProducer({ cache: this.#cache, ordered: true, timescale: RECORD_TIMESCALE });
+      const fetchEntry = this.#fetchEntry;
+      track = new TrackProducer({
+        cache: this.#cache,
+        ordered: true,
+        timescale: RECORD_TIMESCALE,
+        // A FETCH past the cache is answered from the ledger: group sequence = seq + 1.
+        ...(fetchEntry && {
+          fetchMissing: async (sequence: number, signal: AbortSignal) => {
+            const entry = sequence > 0 ? await fetchEntry(path, sequence - 1, signal) : undefined;
+            return entry &&
+              { frames: encoder.encode(entryFrame(entry)), timestamp: entry.wallclock };
+          },
+        }),
+      });
       broadcast.tracks.set(path.track, track);
     }
     this.#byPath.set(path, track);

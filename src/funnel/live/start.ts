@@ -3,7 +3,7 @@ import { loadServingCertificate, toHex } from "../../certs/mod.ts";
 import type { OriginPolicy } from "../../http/mod.ts";
 import type { Logger } from "../../log/mod.ts";
 import { formatAddr } from "../../transport/address.ts";
-import { LivePublisher } from "./publisher.ts";
+import { type EntryFetch, LivePublisher } from "./publisher.ts";
 import {
   describeRelayUrl,
   type RedialTimers,
@@ -61,6 +61,11 @@ export interface LiveOptions {
   readonly onRelayState?: (state: RelayState) => void;
   /** Per-subscriber queue bound of the own listener in groups (default 32). */
   readonly maxGroupQueue?: number;
+  /**
+   * Where a FETCH of a group no longer in a track's recent cache is read
+   * (the funnel passes its ledger); without it such a FETCH is not found.
+   */
+  readonly fetchEntry?: EntryFetch;
 }
 
 /** The funnel's running live side. */
@@ -98,6 +103,7 @@ export async function startLive(
 ): Promise<LiveSide> {
   const publisher = new LivePublisher({
     onError: (error) => log.error("Publishing a committed record failed", error),
+    ...(options.fetchEntry ? { fetchEntry: options.fetchEntry } : {}),
   });
   let listener: WorkerListener | undefined;
   let serveLine = "none";
@@ -166,6 +172,7 @@ export async function startLive(
         cors: config.cors,
         log,
         ...(options.maxGroupQueue ? { maxGroupQueue: options.maxGroupQueue } : {}),
+        ...(options.fetchEntry ? { fetchEntry: options.fetchEntry } : {}),
       });
       const at = formatAddr(listener.addr);
       serveLine = `moqt://${at} and https://${at} (WebTransport); certificate sha256 ${

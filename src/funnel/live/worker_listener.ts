@@ -9,8 +9,13 @@ import {
   type FromListener,
   type RecordItem,
   type ToListener,
+  type WireTrack,
   WORKER_TRACK_CACHE,
 } from "./worker_messages.ts";
+import type { EntryFetch } from "./publisher.ts";
+import { errorText } from "../../errors/mod.ts";
+
+const NEVER = new AbortController().signal;
 
 /** Options of {@linkcode startWorkerListener}. */
 export interface WorkerListenerOptions {
@@ -30,6 +35,8 @@ export interface WorkerListenerOptions {
   readonly log: Logger;
   /** Per-subscriber queue bound in groups (default 32). */
   readonly maxGroupQueue?: number;
+  /** Reads entries for FETCHes the worker's recent groups miss (stays on this thread). */
+  readonly fetchEntry?: EntryFetch;
 }
 
 /** The own MoQ listener running in a worker; it is fed as a {@linkcode RecordSink}. */
@@ -101,6 +108,19 @@ export function startWorkerListener(options: WorkerListenerOptions): Promise<Wor
     }
   };
 
+  // FETCHes the worker cannot answer from its recent groups are read here, where the ledger is.
+  const fetchFor = async (id: number, track: WireTrack, seq: number): Promise<void> => {
+    let answer: ToListener & { type: "entry" };
+    try {
+      const path = { broadcast: track.broadcast, track: track.track };
+      const entry = await options.fetchEntry?.(path, seq, NEVER);
+      answer = entry ? { type: "entry", id, entry } : { type: "entry", id };
+    } catch (error) {
+      answer = { type: "entry", id, failed: errorText(error) };
+    }
+    if (!dead) send(answer);
+  };
+
   worker.onmessage = (event: MessageEvent<FromListener>) => {
     const message = event.data;
     switch (message.type) {
@@ -121,6 +141,9 @@ export function startWorkerListener(options: WorkerListenerOptions): Promise<Wor
       case "subscribers":
         counts.get(message.id)?.(message.count);
         counts.delete(message.id);
+        return;
+      case "fetch":
+        void fetchFor(message.id, message.track, message.seq);
         return;
       case "sessions":
         sessions = message.count;
@@ -189,6 +212,7 @@ export function startWorkerListener(options: WorkerListenerOptions): Promise<Wor
     corsOrigins: options.cors.any ? [] : [...options.cors.origins],
     checkCredentials: verifier !== undefined,
     maxGroupQueue: options.maxGroupQueue ?? WORKER_TRACK_CACHE,
+    fetchFromLedger: options.fetchEntry !== undefined,
   });
 
   let stopping: Promise<void> | undefined;

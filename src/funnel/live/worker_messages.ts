@@ -46,6 +46,8 @@ export type ToListener =
     /** False when no key set is configured: every subscriber is admitted. */
     readonly checkCredentials: boolean;
     readonly maxGroupQueue: number;
+    /** True when FETCHes past the recent groups may ask the main thread's ledger. */
+    readonly fetchFromLedger: boolean;
   }
   | { readonly type: "records"; readonly items: readonly RecordItem[] }
   | {
@@ -60,6 +62,13 @@ export type ToListener =
     readonly broadcast: string;
     readonly track: string;
   }
+  /** The answer to a "fetch": the entry, none (no such record), or that reading failed. */
+  | {
+    readonly type: "entry";
+    readonly id: number;
+    readonly entry?: LedgerEntry;
+    readonly failed?: string;
+  }
   | { readonly type: "stop" };
 
 /** Worker → main thread. */
@@ -70,6 +79,8 @@ export type FromListener =
   | { readonly type: "log"; readonly level: LogLevel; readonly message: string }
   | { readonly type: "subscribers"; readonly id: number; readonly count: number | undefined }
   | { readonly type: "sessions"; readonly count: number }
+  /** A FETCH missed the worker's recent groups: read entry `seq` of the track from the ledger. */
+  | { readonly type: "fetch"; readonly id: number; readonly track: WireTrack; readonly seq: number }
   /** A records message was applied; the next one may be sent. */
   | { readonly type: "applied" }
   | { readonly type: "stopped" };
