@@ -1,4 +1,4 @@
-import { type TrackInfo, TrackProducer } from "../moq/mod.ts";
+import { type GroupFetcher, type TrackInfo, TrackProducer } from "../moq/mod.ts";
 import type { RelayMetrics } from "./relay_metrics.ts";
 
 /** A complete group received from upstream. */
@@ -35,6 +35,8 @@ export interface DistributorOptions {
   readonly cacheSize: number;
   /** The upstream track's properties, advertised as they are (its timescale above all). */
   readonly info?: TrackInfo | undefined;
+  /** Where a FETCH the ring cannot answer goes (the broadcast's upstream, see fetch_forward.ts). */
+  readonly fetchMissing?: GroupFetcher;
   /** Metrics to update. */
   readonly metrics: RelayMetrics;
   /** Clock in ms (injected). */
@@ -85,6 +87,7 @@ export class TrackDistributor {
       ...options.info,
       cache: options.cacheSize,
       clock: options.now,
+      ...(options.fetchMissing ? { fetchMissing: options.fetchMissing } : {}),
       observer: {
         attached: () => {
           this.#subscribers++;

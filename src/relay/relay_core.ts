@@ -1,6 +1,7 @@
 import { errorText } from "../errors/mod.ts";
 import type { TrackProducer } from "../moq/mod.ts";
 import { TrackDistributor } from "./distributor.ts";
+import { forwardFetches, upstreamFetch } from "./fetch_forward.ts";
 import type { RateMeter } from "./rate_meter.ts";
 import type { RelayMetrics } from "./relay_metrics.ts";
 import { type RouteSource, RouteTable } from "./route_table.ts";
@@ -160,6 +161,7 @@ export class RelayCore {
       track,
       cacheSize: this.#opts.cacheSize,
       info: upstream.info,
+      fetchMissing: forwardFetches(() => upstreamFetch(this.routes.get(path)?.source), track),
       metrics: m,
       now: this.#opts.now,
       onBytes: (n) => rate.add(n),

@@ -1,6 +1,7 @@
 import { prefixCovers } from "../path/mod.ts";
 import type { RelayMetrics } from "./relay_metrics.ts";
 import type { UpstreamTrack } from "./distributor.ts";
+import type { UpstreamFetch } from "./fetch_forward.ts";
 import { RateMeter } from "./rate_meter.ts";
 
 /** What a publisher's session offers the relay for one broadcast. */
@@ -13,6 +14,8 @@ export interface RouteSource {
   readonly hopIds?: readonly bigint[];
   /** Opens the relay's upstream subscription to one track of the broadcast. */
   subscribe(track: string): Promise<UpstreamTrack>;
+  /** Fetches one group of a track from the source (FETCHes the relay's ring cannot answer). */
+  fetch?: UpstreamFetch;
   /** Smoothed RTT to the source in ms, when measured. */
   rttMs?(): number | undefined;
 }

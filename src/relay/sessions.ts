@@ -237,6 +237,7 @@ export class RelaySessions {
               hops: Math.max(1, e.hops.length),
               hopIds: e.hops,
               subscribe: (track) => this.#upstream(moq, e.path, track),
+              fetch: (track, group, options) => moq.fetch(e.path, track, group, options),
               rttMs: () => [...this.#live].find((l) => l.moq === moq)?.srtt,
             }),
           );
