@@ -1,4 +1,4 @@
-import { streamResponse } from "../http/mod.ts";
+import { problemResponse, streamResponse } from "../http/mod.ts";
 import { PROMETHEUS_CONTENT_TYPE } from "../metrics/mod.ts";
 import { cpuProfile, heapSnapshot, MAX_PROFILE_SECONDS, ProfileBusyError } from "./pprof.ts";
 import type { RelayCore } from "./relay_core.ts";
@@ -77,13 +77,6 @@ export function routesSnapshot(options: RelayHandlerOptions): RoutesSnapshot {
   };
 }
 
-function problem(status: number, title: string, detail: string): Response {
-  return new Response(JSON.stringify({ type: "about:blank", title, status, detail }), {
-    status,
-    headers: { "content-type": "application/problem+json" },
-  });
-}
-
 /**
  * The relay's HTTP handler: /health, /routes, /metrics, and /debug/pprof/*
  * when RELAY_PPROF=1.
@@ -94,7 +87,7 @@ export function createRelayHandler(
   return async (request) => {
     const url = new URL(request.url);
     if (request.method !== "GET" && request.method !== "HEAD") {
-      return problem(405, "Method not allowed", `${request.method} is not served; use GET`);
+      return problemResponse(405, `${request.method} is not served; use GET`);
     }
     switch (url.pathname) {
       case "/health": {
@@ -117,9 +110,8 @@ export function createRelayHandler(
       const raw = url.searchParams.get("seconds") ?? "30";
       const seconds = /^\d+$/.test(raw) ? Number(raw) : NaN;
       if (!(seconds >= 1 && seconds <= MAX_PROFILE_SECONDS)) {
-        return problem(
+        return problemResponse(
           400,
-          "Bad profile duration",
           `seconds must be an integer from 1 to ${MAX_PROFILE_SECONDS}, got "${raw}"`,
         );
       }
@@ -132,7 +124,7 @@ export function createRelayHandler(
           },
         });
       } catch (e) {
-        if (e instanceof ProfileBusyError) return problem(409, "Profile busy", e.message);
+        if (e instanceof ProfileBusyError) return problemResponse(409, e.message);
         throw e;
       }
     }
@@ -144,6 +136,6 @@ export function createRelayHandler(
         },
       });
     }
-    return problem(404, "Not found", `No resource at ${url.pathname}`);
+    return problemResponse(404, `No resource at ${url.pathname}`);
   };
 }
