@@ -16,6 +16,12 @@ export interface Announcement {
   readonly path: string;
   /** Ends this announcement (idempotent). The path stays active while other handles hold it. */
   withdraw(): void;
+  /**
+   * Gives the broadcast a new hop list (a relay's route changed): peers are
+   * told again (lite-05's restart) without the broadcast ending. Ignored
+   * once withdrawn.
+   */
+  update(hops: readonly bigint[]): void;
 }
 
 /** Told of each announcement change under the prefix it subscribed to. */
@@ -55,9 +61,15 @@ export class Announcer {
         this.#emit({ path: canonical, active: false, hops: [] });
       }
     };
+    const update = (next: readonly bigint[]): void => {
+      const e = this.#entries.get(canonical);
+      if (done || !e) return;
+      e.hops = next;
+      this.#emit({ path: canonical, active: true, hops: next });
+    };
     if (options.signal?.aborted) withdraw();
     else options.signal?.addEventListener("abort", withdraw, { once: true });
-    return { path: canonical, withdraw };
+    return { path: canonical, withdraw, update };
   }
 
   /** True when `path` is announced. */

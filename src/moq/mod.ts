@@ -53,4 +53,5 @@ export {
 export { MoqCode, MoqError, type MoqErrorKind } from "./errors.ts";
 export { MoqStats } from "./stats.ts";
 export { type Setup, type TrackInfo, type Version, VERSIONS } from "./codec/messages.ts";
+export { randomHopId } from "./hops.ts";
 export { DecodeError } from "../wire/mod.ts";

@@ -219,7 +219,12 @@ export class TrackProducer {
     return true;
   }
 
-  /** A cached group by sequence, if still held. */
+  /** True when group `sequence` was written, or is too far below the highest to tell. */
+  has(sequence: number): boolean {
+    return this.#seen.check(sequence) !== "new";
+  }
+
+  /** A cached group by sequence (for FETCH), if still held. */
   group(sequence: number): CachedGroup | undefined {
     return this.#ring.find((g) => g.sequence === sequence);
   }

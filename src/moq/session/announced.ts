@@ -11,6 +11,7 @@ import {
 } from "../codec/messages.ts";
 import { joinPath, normalizePath, prefixCovers } from "../../path/mod.ts";
 import { wirePrefix } from "../path.ts";
+import { loopsThrough } from "../hops.ts";
 import type { SessionCore } from "./core.ts";
 import { ClosableRequest } from "./request_stream.ts";
 
@@ -71,7 +72,7 @@ async function runAnnounced(
       if (!prefixCovers(prefix, path)) continue;
       const hops = ok && ok.hop !== 0n ? [...m.hops, ok.hop] : m.hops;
       if (m.active) {
-        if (hops.includes(core.origin)) continue; // our own announcement reflected back
+        if (loopsThrough(hops, core.origin)) continue; // our own announcement reflected back
         if (active.has(path) && core.version === "moq-lite-04") {
           throw new DecodeError("invalid", `Duplicate active announcement "${path}"`);
         }

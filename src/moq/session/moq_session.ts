@@ -12,6 +12,7 @@ import type { Setup, TrackInfo, Version } from "../codec/messages.ts";
 import { type AnnounceEvent, type Announcement, Announcer } from "../announcer.ts";
 import { MoqCode, MoqError } from "../errors.ts";
 import { normalizePath } from "../../path/mod.ts";
+import { randomHopId } from "../hops.ts";
 import { MoqStats } from "../stats.ts";
 import { announced } from "./announced.ts";
 import { SessionCore } from "./core.ts";
@@ -22,12 +23,6 @@ import { awaitSetup, startSetup } from "./setup.ts";
 import { subscribe } from "./subscribe.ts";
 import type { Subscription } from "./subscription.ts";
 import type { MoqSessionOptions, ReceivedGroup, SubscribeOptions } from "./types.ts";
-
-function randomOrigin(): bigint {
-  const b = crypto.getRandomValues(new Uint32Array(2));
-  // 53 bits, never 0.
-  return ((BigInt((b[0] ?? 0) & 0x1f_ffff) << 32n) | BigInt(b[1] ?? 0)) || 1n;
-}
 
 function toVersion(protocol: string): Version {
   if (protocol === "moq-lite-05" || protocol === "moq-lite-04") return protocol;
@@ -61,7 +56,7 @@ export class MoqSession {
     this.transport = transport;
     this.role = role;
     this.version = toVersion(transport.protocol);
-    this.origin = options.origin ?? randomOrigin();
+    this.origin = options.origin ?? randomHopId();
     this.announcer = options.announcer ?? new Announcer();
     const core = new SessionCore(this, options);
     this.#core = core;

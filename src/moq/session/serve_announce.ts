@@ -8,13 +8,12 @@ import {
   MAX_CONTROL_MESSAGE,
 } from "../codec/messages.ts";
 import { normalizePath, pathSuffix } from "../../path/mod.ts";
+import { offerable } from "../hops.ts";
 import type { Sender } from "../sender.ts";
 import type { SessionCore } from "./core.ts";
 
 function isVisible(core: SessionCore, event: AnnounceEvent, excludeHop: bigint): boolean {
-  if (excludeHop !== 0n && (event.hops.includes(excludeHop) || excludeHop === core.origin)) {
-    return false;
-  }
+  if (!offerable(event.hops, excludeHop, core.origin)) return false;
   return core.options.announceFilter?.(event.path, core.session) ?? true;
 }
 
@@ -37,9 +36,7 @@ export async function serveAnnounce(core: SessionCore, r: StreamReader, w: Sende
   const request = decodeAnnounceRequest(await r.message("ANNOUNCE_REQUEST", MAX_CONTROL_MESSAGE));
   const prefix = normalizePath(request.prefix);
   const updates = new BackpressureQueue<AnnounceEvent>(Infinity);
-  const { snapshot, stop } = core.session.announcer.subscribe(prefix, (e) => {
-    if (e.active ? isVisible(core, e, request.excludeHop) : true) updates.push(e);
-  });
+  const { snapshot, stop } = core.session.announcer.subscribe(prefix, (e) => updates.push(e));
   const visible = snapshot.filter((e) => isVisible(core, e, request.excludeHop));
   const sent = new Set<string>();
   // The peer FINs (or the session ends) when it no longer wants updates.
@@ -64,12 +61,17 @@ export async function serveAnnounce(core: SessionCore, r: StreamReader, w: Sende
     }
     if (first.length) await w.write(concatBytes(first));
     for (;;) {
-      const e = await updates.next();
-      if (!e) break;
-      // Only tell the peer about endings of broadcasts it was told about.
-      if (e.active === sent.has(e.path) && !(e.active && core.version === "moq-lite-05")) {
-        continue;
-      }
+      const next = await updates.next();
+      if (!next) break;
+      // A broadcast whose new hop list passes through the peer is over as far as the peer goes.
+      const e = next.active && !isVisible(core, next, request.excludeHop)
+        ? { path: next.path, active: false, hops: [] }
+        : next;
+      const told = sent.has(e.path);
+      // Only tell the peer about endings of broadcasts it was told about; a second
+      // active is lite-05's restart (a new hop list), which lite-04 does not have.
+      if (!e.active && !told) continue;
+      if (e.active && told && core.version !== "moq-lite-05") continue;
       if (e.active) sent.add(e.path);
       else sent.delete(e.path);
       await w.write(announceBytes(core, e, prefix));

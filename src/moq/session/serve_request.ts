@@ -19,11 +19,18 @@ export async function decide(
   kind: ServeRequest["kind"],
   path: string,
   track: string,
+  start?: number,
 ): Promise<ServeDecision> {
   const serve = core.options.serve;
   if (!serve) return "not-found";
   try {
-    return await serve({ kind, path, track, session: core.session });
+    return await serve({
+      kind,
+      path,
+      track,
+      session: core.session,
+      ...(start === undefined ? {} : { start }),
+    });
   } catch (err) {
     core.log("serve", `serve handler failed: ${errorText(err)}`);
     return "not-found";

@@ -27,7 +27,7 @@ export async function serveSubscribe(
 ): Promise<void> {
   const m = decodeSubscribe(await r.message("SUBSCRIBE", MAX_CONTROL_MESSAGE));
   const path = normalizePath(m.path);
-  const decision = await decide(core, "subscribe", path, m.track);
+  const decision = await decide(core, "subscribe", path, m.track, m.start);
   if (!(decision instanceof TrackProducer)) {
     refuse(core, w, decision);
     return;

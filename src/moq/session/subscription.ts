@@ -84,6 +84,11 @@ export class Subscription implements AsyncIterable<ReceivedGroup> {
     return this.#dropped;
   }
 
+  /** The first group the publisher said it delivers (lite-05 SUBSCRIBE_START), once known. */
+  get startGroup(): number | undefined {
+    return this._startGroup;
+  }
+
   /** Groups being received right now (their streams are open). */
   get receiving(): number {
     return this.#receiving;

@@ -13,6 +13,8 @@ export interface ServeRequest {
   readonly track: string;
   /** The session asking (its `url` carries the client's query, e.g. `jwt`). */
   readonly session: MoqSession;
+  /** The first group a SUBSCRIBE asks for, when it names one. */
+  readonly start?: number;
 }
 
 /** The application's answer: a source to serve from, or a refusal. */
