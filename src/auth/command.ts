@@ -24,7 +24,8 @@ const USAGE = `Usage:
   sluice auth token --key key.jwk (--scope ACTIONS:BROADCAST[:TRACK] ... | --path-auth root=R[,pub=P][,sub=S])
                     [--sub S] [--ttl 1h] [--jti ID]
       Print a credential. ACTIONS is a comma-separated list of post, fetch,
-      redact, publish, subscribe. A BROADCAST ending in /** is a prefix
+      redact, publish, subscribe, peer (peer: another relay of the mesh, which
+      may announce and subscribe there). A BROADCAST ending in /** is a prefix
       (room/** covers room and everything beneath it; ** covers everything).
       --ttl is seconds or a number with s, m or h; at most 1h (default 1h).
 `;

@@ -59,7 +59,7 @@ export function unrestrictedGrant(): Grant {
   return {
     expiresAt: Number.POSITIVE_INFINITY,
     scopes: [{
-      actions: ["post", "fetch", "redact", "publish", "subscribe"],
+      actions: ["post", "fetch", "redact", "publish", "subscribe", "peer"],
       broadcast: { prefix: "" },
     }],
     allows: () => true,

@@ -1,10 +1,21 @@
 import { joinPath, pathProblem, prefixCovers, trackNameProblem } from "../path/mod.ts";
 
-/** Something a credential may allow on a broadcast or track. */
-export type Action = "post" | "fetch" | "redact" | "publish" | "subscribe";
+/**
+ * Something a credential may allow on a broadcast or track. `peer` marks
+ * another relay of the mesh: the relay admits its session as a peer, which
+ * may announce and subscribe within the scope's broadcasts.
+ */
+export type Action = "post" | "fetch" | "redact" | "publish" | "subscribe" | "peer";
 
 /** Every action a scope may name, in a stable order. */
-export const ACTIONS: readonly Action[] = ["post", "fetch", "redact", "publish", "subscribe"];
+export const ACTIONS: readonly Action[] = [
+  "post",
+  "fetch",
+  "redact",
+  "publish",
+  "subscribe",
+  "peer",
+];
 
 /** How a scope selects broadcasts: one path exactly, or a path and everything beneath it. */
 export type BroadcastMatch = { readonly exact: string } | { readonly prefix: string };
