@@ -1,5 +1,7 @@
-import { type GroupFetcher, type TrackInfo, TrackProducer } from "../moq/mod.ts";
+import { errorText } from "../errors/mod.ts";
+import { TrackProducer } from "../moq/mod.ts";
 import type { RelayMetrics } from "./relay_metrics.ts";
+import type { RouteSource } from "./route_table.ts";
 
 /** A complete group received from upstream. */
 export interface IncomingGroup {
@@ -21,8 +23,8 @@ export interface UpstreamTrack {
   close(): void;
   /** Groups being received right now (fill tasks), when the source can tell. */
   inflight?(): number;
-  /** The track's properties as the publisher gave them (TRACK_INFO), passed on downstream. */
-  readonly info?: TrackInfo | undefined;
+  /** The first group the publisher said it delivers (lite-05 SUBSCRIBE_START), once known. */
+  startGroup?(): number | undefined;
 }
 
 /** Options of a {@link TrackDistributor}. */
@@ -41,8 +43,16 @@ export interface DistributorOptions {
   readonly metrics: RelayMetrics;
   /** Clock in ms (injected). */
   readonly now: () => number;
-  /** Called with each group's size as it arrives (route bitrate). */
-  readonly onBytes?: (bytes: number) => void;
+  /** Called with each group's size as it arrives and the source it came through (route bitrate). */
+  readonly onBytes?: (source: RouteSource, bytes: number) => void;
+  /** Opens an upstream subscription through another route, from group `start` ({@link TrackDistributor.switchTo}). */
+  readonly open?: (source: RouteSource, start: number | undefined) => Promise<UpstreamTrack>;
+  /**
+   * The current upstream ended by itself (the publisher finished the track,
+   * or its session went away): the relay decides whether to switch routes or
+   * {@link TrackDistributor.close}. Without it the distributor ends.
+   */
+  readonly onUpstreamEnd?: (source: RouteSource) => void;
   /** Called once when the distributor ended (upstream gone, or no subscribers left). */
   readonly onEnd?: () => void;
   /** Logs a line. */
@@ -54,6 +64,21 @@ export interface DistributorOptions {
   readonly idleMs?: number;
 }
 
+/** One upstream subscription feeding the ring, and the route it came through. */
+interface Feed {
+  readonly upstream: UpstreamTrack;
+  readonly source: RouteSource;
+  /** The group the switch asked to continue from; undefined for the first upstream. */
+  readonly expected: number | undefined;
+  /** Whether the first group was checked for groups the switch could not recover. */
+  checked: boolean;
+  /** True once its read loop finished. */
+  done: boolean;
+}
+
+/** Groups between the last one received and a new upstream's first that are counted one by one. */
+const GAP_SCAN_LIMIT = 4096;
+
 /**
  * Fans one upstream track out to every downstream subscriber. Upstream
  * groups go into a ring of the most recent GROUP_CACHE_SIZE complete groups
@@ -61,6 +86,12 @@ export interface DistributorOptions {
  * cursor, so a slow subscriber never holds back the upstream reader or the
  * others, starts at the latest group, and when it falls behind the ring is
  * skipped forward to the latest group.
+ *
+ * When the broadcast's route changes, {@link switchTo} subscribes through
+ * the new route from the group after the latest one received and only then
+ * releases the old upstream, so subscribers keep their subscription: the ring
+ * takes each sequence once, whichever upstream delivers it, and a group that
+ * neither delivers is counted as a skip.
  */
 export class TrackDistributor {
   /** Broadcast path without a leading slash. */
@@ -71,7 +102,8 @@ export class TrackDistributor {
   readonly producer: TrackProducer;
   readonly #opts: DistributorOptions;
   readonly #trackLabel: { track: string };
-  #upstream: UpstreamTrack | undefined;
+  #feed: Feed | undefined;
+  #target: RouteSource | undefined;
   #subscribers = 0;
   #ended = false;
   #idle: ReturnType<typeof setTimeout> | undefined;
@@ -126,7 +158,7 @@ export class TrackDistributor {
 
   /** Groups being received from upstream now. */
   get fillsInflight(): number {
-    return this.#upstream?.inflight?.() ?? 0;
+    return this.#feed?.upstream.inflight?.() ?? 0;
   }
 
   /** Label of this track on metrics whose only track label is `track`. */
@@ -134,36 +166,115 @@ export class TrackDistributor {
     return this.#trackLabel.track;
   }
 
-  /** Starts reading the upstream track. */
-  start(upstream: UpstreamTrack): void {
+  /** The route the distributor reads from, or is switching to. */
+  get source(): RouteSource | undefined {
+    return this.#target;
+  }
+
+  /** Starts reading the first upstream subscription, opened through `source`. */
+  start(upstream: UpstreamTrack, source: RouteSource): void {
     if (this.#ended) {
       upstream.close();
       return;
     }
-    this.#upstream = upstream;
+    this.#target = source;
+    this.#begin({ upstream, source, expected: undefined, checked: true, done: false });
+  }
+
+  /**
+   * Moves the upstream subscription to `source` (the broadcast's new route):
+   * subscribes there from the group after the latest received, then releases
+   * the old one. If the new route refuses, a still-running old upstream is
+   * kept; otherwise the distributor ends.
+   */
+  async switchTo(source: RouteSource): Promise<void> {
+    const open = this.#opts.open;
+    if (this.#ended || this.#target === source || !open) return;
+    this.#target = source;
+    const latest = this.producer.latest;
+    const expected = latest === undefined ? undefined : latest + 1;
+    let upstream: UpstreamTrack;
+    try {
+      upstream = await open(source, expected);
+    } catch (e) {
+      if (this.#ended || this.#target !== source) return;
+      const old = this.#feed;
+      this.#opts.log?.(
+        `relay: /${this.path}/${this.track} cannot move to ${source.remote}: ${errorText(e)}`,
+      );
+      if (old && !old.done) this.#target = old.source;
+      else this.#end();
+      return;
+    }
+    if (this.#ended || this.#target !== source) {
+      upstream.close();
+      return;
+    }
+    this.#begin({ upstream, source, expected, checked: expected === undefined, done: false });
+  }
+
+  #begin(feed: Feed): void {
+    const old = this.#feed;
+    this.#feed = feed;
+    if (old) closeQuietly(old.upstream);
     if (this.#subscribers === 0) this.#arm();
-    this.#read(upstream).then(() => this.#end(), (e) => {
-      this.#opts.log?.(`relay: upstream of /${this.path}/${this.track} failed: ${e}`);
-      this.#end();
+    this.#read(feed).then(() => this.#fed(feed), (e) => {
+      if (feed === this.#feed) {
+        this.#opts.log?.(`relay: upstream of /${this.path}/${this.track} failed: ${errorText(e)}`);
+      }
+      this.#fed(feed);
     });
   }
 
-  async #read(upstream: UpstreamTrack): Promise<void> {
+  // A feed's loop ended: if it was the current one, the relay decides what follows.
+  #fed(feed: Feed): void {
+    feed.done = true;
+    if (feed !== this.#feed || this.#ended) return;
+    if (this.#opts.onUpstreamEnd) this.#opts.onUpstreamEnd(feed.source);
+    else this.#end();
+  }
+
+  async #read(feed: Feed): Promise<void> {
     const m = this.#opts.metrics;
-    for await (const group of upstream.groups) {
+    for await (const group of feed.upstream.groups) {
       if (this.#ended) break;
+      if (!feed.checked) {
+        feed.checked = true;
+        this.#countGap(feed, group.sequence);
+      }
       let bytes = 0;
       for (const f of group.frames) bytes += f.byteLength;
       m.ingressBytesTotal.inc(this.#trackLabel, bytes);
-      this.#opts.onBytes?.(bytes);
-      // A late group (retransmitted after newer ones) is taken too; a duplicate is refused.
-      const timestamp = group.exactTimestamp ?? group.timestamp;
+      this.#opts.onBytes?.(feed.source, bytes);
+      // A late group (retransmitted after newer ones) is taken too; a duplicate is refused,
+      // which is also what keeps the old and the new upstream of a switch from doubling up.
       this.producer.writeGroup(
         group.sequence,
         group.frames,
         timestamp === undefined || timestamp === 0 || timestamp === 0n ? {} : { timestamp },
       );
     }
+  }
+
+  // Groups from where the switch asked to continue up to the new upstream's first, that
+  // neither upstream delivered, are lost to every subscriber: count them as skips.
+  #countGap(feed: Feed, firstSequence: number): void {
+    const expected = feed.expected;
+    if (expected === undefined) return;
+    const first = Math.min(firstSequence, feed.upstream.startGroup?.() ?? Infinity);
+    const span = first - expected;
+    if (span <= 0) return;
+    let missing = span;
+    if (span <= GAP_SCAN_LIMIT) {
+      missing = 0;
+      for (let s = expected; s < first; s++) if (!this.producer.has(s)) missing++;
+    }
+    if (missing === 0) return;
+    this.#opts.metrics.subscriberSkipsTotal.inc({}, missing);
+    this.#opts.log?.(
+      `relay: /${this.path}/${this.track}: ${missing} group(s) before ${first} could not be ` +
+        `recovered through ${feed.source.remote}`,
+    );
   }
 
   // Nobody is left to serve: release the upstream subscription after a grace period.
@@ -190,12 +301,16 @@ export class TrackDistributor {
     if (this.#ended) return;
     this.#ended = true;
     this.#disarm();
-    try {
-      this.#upstream?.close();
-    } catch {
-      // Upstream already gone.
-    }
+    if (this.#feed) closeQuietly(this.#feed.upstream);
     this.producer.close();
     this.#opts.onEnd?.();
+  }
+}
+
+function closeQuietly(upstream: UpstreamTrack): void {
+  try {
+    upstream.close();
+  } catch {
+    // Upstream already gone.
   }
 }

@@ -68,7 +68,7 @@ export function routesSnapshot(options: RelayHandlerOptions): RoutesSnapshot {
       path: `/${r.path}`,
       active: true,
       announced_at: new Date(r.announcedAt).toISOString(),
-      hops: r.source.hops,
+      hops: r.hops,
       rtt_ms: Math.round(r.source.rttMs?.() ?? options.rttOf?.(r.source.remote) ?? 0),
       bitrate_bps: r.rate.bitsPerSecond(),
       source: r.source.remote,

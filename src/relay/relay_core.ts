@@ -1,10 +1,8 @@
 import { errorText } from "../errors/mod.ts";
 import type { TrackProducer } from "../moq/mod.ts";
-import { TrackDistributor } from "./distributor.ts";
-import { forwardFetches, upstreamFetch } from "./fetch_forward.ts";
-import type { RateMeter } from "./rate_meter.ts";
+import { TrackDistributor, type UpstreamTrack } from "./distributor.ts";
 import type { RelayMetrics } from "./relay_metrics.ts";
-import { type RouteSource, RouteTable } from "./route_table.ts";
+import { type RouteChange, type RouteSource, RouteTable } from "./route_table.ts";
 
 /** Why a downstream subscription was refused. */
 export class SubscribeError extends Error {
@@ -29,14 +27,20 @@ export interface RelayCoreOptions {
   readonly now: () => number;
   /** How long a track's upstream is kept with no subscriber, ms (default 5000). */
   readonly idleMs?: number;
+  /**
+   * How long a track whose upstream session went away waits for the route
+   * table to move the broadcast to another route, ms (default 2000).
+   */
+  readonly orphanMs?: number;
   /** Logs a line. */
   readonly log?: (line: string) => void;
 }
 
 /**
- * Routing and fan-out, independent of any transport: publishers announce
+ * Routing and fan-out, independent of any transport: sessions announce
  * into the route table, subscribers are served from one shared distributor
- * per track, which holds the single upstream subscription.
+ * per track, which holds the single upstream subscription and follows the
+ * broadcast's route when it changes.
  */
 export class RelayCore {
   /** The route table (one route per broadcast). */
@@ -49,9 +53,7 @@ export class RelayCore {
   constructor(options: RelayCoreOptions) {
     this.#opts = options;
     this.routes = new RouteTable(options.metrics, options.now);
-    this.routes.onRouteEnd((path) => {
-      for (const d of [...this.#distributors.values()]) if (d.path === path) d.close();
-    });
+    this.routes.onChange((change) => this.#routeChanged(change));
     const m = options.metrics;
     m.registry.onCollect(() => {
       m.trackSubscriptionsActive.clear();
@@ -84,6 +86,7 @@ export class RelayCore {
     path: string,
     track: string,
     kind: "subscribe" | "track" | "fetch" = "subscribe",
+    start?: number,
   ): Promise<TrackProducer> {
     const m = this.#opts.metrics;
     const count = kind === "subscribe";
@@ -116,7 +119,7 @@ export class RelayCore {
     if (route === undefined) {
       return fail(new SubscribeError("not_found", `No broadcast "${path}" is announced`));
     }
-    const setup = this.#open(path, track, key, route.source, route.rate);
+    const setup = this.#open(path, track, key, route.source, start);
     this.#pending.set(key, setup);
     try {
       return (await setup).producer;
@@ -127,32 +130,41 @@ export class RelayCore {
     }
   }
 
-  async #open(
+  // An upstream subscription through `source`, counted and timed.
+  async #subscribe(
     path: string,
     track: string,
-    key: string,
     source: RouteSource,
-    rate: RateMeter,
-  ): Promise<TrackDistributor> {
+    start: number | undefined,
+  ): Promise<UpstreamTrack> {
     const m = this.#opts.metrics;
     const labels = { path: `/${path}`, track };
     m.trackUpstreamRequestsTotal.inc(labels);
     const started = this.#opts.now();
-    let upstream;
     try {
-      upstream = await source.subscribe(track);
+      return await source.subscribe(track, start === undefined ? {} : { start });
     } catch (e) {
       m.trackUpstreamRequestErrorsTotal.inc(labels);
-      m.trackUpstreamRequestDurationSeconds.observe(labels, (this.#opts.now() - started) / 1000);
       const notFound = e instanceof Error && "kind" in e && e.kind === "not-found";
       throw new SubscribeError(
         notFound ? "not_found" : "upstream_error",
         `Upstream subscription to "${path}/${track}" failed: ${errorText(e)}`,
       );
+    } finally {
+      m.trackUpstreamRequestDurationSeconds.observe(labels, (this.#opts.now() - started) / 1000);
     }
-    m.trackUpstreamRequestDurationSeconds.observe(labels, (this.#opts.now() - started) / 1000);
+  }
+
+  async #open(
+    path: string,
+    track: string,
+    key: string,
+    source: RouteSource,
+    start: number | undefined,
+  ): Promise<TrackDistributor> {
+    const upstream = await this.#subscribe(path, track, source, start);
     if (this.routes.get(path)?.source !== source) {
-      // The route ended while the upstream request was in flight.
+      // The route ended or moved while the upstream request was in flight.
       upstream.close();
       throw new SubscribeError("not_found", `Broadcast "${path}" ended`);
     }
@@ -160,11 +172,11 @@ export class RelayCore {
       path,
       track,
       cacheSize: this.#opts.cacheSize,
-      info: upstream.info,
-      fetchMissing: forwardFetches(() => upstreamFetch(this.routes.get(path)?.source), track),
-      metrics: m,
+      metrics: this.#opts.metrics,
       now: this.#opts.now,
-      onBytes: (n) => rate.add(n),
+      onBytes: (from, n) => this.routes.delivered(path, from, n),
+      open: (to, from) => this.#subscribe(path, track, to, from),
+      onUpstreamEnd: (from) => this.#upstreamEnded(d, from),
       onEnd: () => {
         if (this.#distributors.get(key) === d) this.#distributors.delete(key);
       },
@@ -172,8 +184,39 @@ export class RelayCore {
       ...(this.#opts.log ? { log: this.#opts.log } : {}),
     });
     this.#distributors.set(key, d);
-    d.start(upstream);
+    d.start(upstream, source);
     return d;
+  }
+
+  #routeChanged(change: RouteChange): void {
+    if (change.kind === "installed" || change.kind === "updated") return;
+    for (const d of [...this.#distributors.values()]) {
+      if (d.path !== change.path) continue;
+      if (change.kind === "ended") d.close();
+      else void d.switchTo(change.route.source);
+    }
+  }
+
+  /**
+   * A distributor's upstream ended by itself. Through a route that is no
+   * longer selected: follow the selected one. Through a session that went
+   * away: the route table withdraws its routes as soon as the session's
+   * bookkeeping runs, so wait briefly for the move (or the end). Otherwise
+   * the publisher finished the track: the distributor ends.
+   */
+  #upstreamEnded(d: TrackDistributor, from: RouteSource): void {
+    const route = this.routes.get(d.path);
+    if (route === undefined) return d.close();
+    if (route.source !== from) return void d.switchTo(route.source);
+    if (from.alive?.() !== false) return d.close();
+    const timer = setTimeout(() => {
+      if (!d.ended && d.source === from) d.close();
+    }, this.#opts.orphanMs ?? 2000);
+    const stop = this.routes.onChange((c) => {
+      if (c.path !== d.path) return;
+      clearTimeout(timer);
+      stop();
+    });
   }
 
   /** Ends every distributor (relay shutdown). */

@@ -7,7 +7,7 @@ import {
   startHttpServer,
   webTransportAdmission,
 } from "../http/mod.ts";
-import { VERSIONS } from "../moq/mod.ts";
+import { randomHopId, VERSIONS } from "../moq/mod.ts";
 import { listen, type Listener } from "../transport/mod.ts";
 import { admitSession } from "./admission.ts";
 import { createRelayHandler } from "./http_handler.ts";
@@ -39,6 +39,8 @@ export interface RelayOptions {
   readonly rttIntervalMs?: number;
   /** How long an unused track's upstream subscription is kept, ms (default 5000). */
   readonly idleMs?: number;
+  /** This relay's hop id (default: a random one per run). */
+  readonly hopId?: bigint;
 }
 
 /** A running relay. */
@@ -80,11 +82,13 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
       "relay: WARNING: SLUICE_AUTH_KEYS is not set; every session is admitted without a credential",
     );
   }
+  const hopId = options.hopId ?? randomHopId();
   const sessions = new RelaySessions({
     core,
     metrics,
     verifier: options.verifier,
     cacheSize: options.groupCacheSize,
+    hopId,
     now,
     log,
     ...(options.rttIntervalMs !== undefined ? { rttIntervalMs: options.rttIntervalMs } : {}),

@@ -4,17 +4,19 @@ import {
   accept,
   type Announcement,
   Announcer,
+  connect,
   MoqCode,
   MoqError,
   type MoqSession,
+  type MoqSessionOptions,
   type ServeDecision,
 } from "../moq/mod.ts";
-import type { Session } from "../transport/mod.ts";
-import { type Admission, admitSession, allowed } from "./admission.ts";
+import type { Session, SessionCloseInfo } from "../transport/mod.ts";
+import { type Admission, admitSession, allowed, DIALED_PEER } from "./admission.ts";
 import type { UpstreamTrack } from "./distributor.ts";
 import { type RelayCore, SubscribeError } from "./relay_core.ts";
 import type { RelayMetrics } from "./relay_metrics.ts";
-import type { Announcement as RouteAnnouncement } from "./route_table.ts";
+import type { Announcement as RouteAnnouncement, RouteChange } from "./route_table.ts";
 import { pingRtt, RTT_PING_PATH, smoothRtt } from "./session_rtt.ts";
 
 /** Groups an upstream subscription may hold before the distributor's loop takes them. */
@@ -30,59 +32,97 @@ export interface RelaySessionsOptions {
   readonly verifier: Verifier | undefined;
   /** GROUP_CACHE_SIZE: also each subscriber's queue bound before it is skipped forward. */
   readonly cacheSize: number;
+  /** This relay's hop id: the origin of every session, so announcements never loop back. */
+  readonly hopId: bigint;
   /** Clock in ms. */
   readonly now: () => number;
   /** Interval of the session RTT ping in ms (0 disables; default 10000). */
   readonly rttIntervalMs?: number;
   /** Longest wait for session bookkeeping at stop, ms (default 5000). */
   readonly stopTimeoutMs?: number;
+  /** A peer's session sent GOAWAY (`uri` empty when it named no other relay). */
+  readonly onPeerGoaway?: (goaway: PeerGoaway) => void;
   /** Logs a line. */
   readonly log: (line: string) => void;
 }
 
+/** A GOAWAY received from a peer. */
+export interface PeerGoaway {
+  /** The session it came on. */
+  readonly moq: MoqSession;
+  /** The peer's name (its credential's `sub` or URL `peer` parameter), or its address. */
+  readonly peer: string;
+  /** True when this relay dialed the session. */
+  readonly dialed: boolean;
+  /** Where the peer says to go, or "". */
+  readonly uri: string;
+}
+
+/** A peer session this relay dialed, once the peer admitted it. */
+export interface DialedPeer {
+  /** The moq session. */
+  readonly moq: MoqSession;
+  /** Resolves when the session ended and its bookkeeping is done. */
+  readonly ended: Promise<SessionCloseInfo>;
+}
+
+/** The dialed endpoint is this relay itself (a PEERS entry or redirect naming our own address). */
+export class SelfDialError extends Error {
+  /** Makes the error. */
+  constructor(message: string) {
+    super(message);
+    this.name = "SelfDialError";
+  }
+}
+
 interface Live {
-  moq: MoqSession;
-  remote: string;
+  readonly moq: MoqSession;
+  readonly remote: string;
+  readonly peer: boolean;
   srtt: number | undefined;
   lastBytes: number;
   lastAt: number;
 }
 
 /**
- * The relay's session layer: admits each moq session by its credential,
- * turns the peer's announcements into routes, serves its subscriptions from
- * the shared distributors, and keeps the per-session metrics.
+ * The relay's session layer: admits each moq session by its credential (a
+ * client, or a peer relay), runs the sessions it dials to its peers, turns
+ * every session's announcements into candidate routes, serves
+ * subscriptions from the shared distributors, and keeps the per-session
+ * metrics. Every session carries the relay's one hop id.
  */
 export class RelaySessions {
-  /** The relay's announcements (every active route), shared by all sessions. */
+  /** The relay's announcements (every selected route), shared by all sessions. */
   readonly announcer: Announcer = new Announcer();
   readonly #opts: RelaySessionsOptions;
   readonly #live = new Set<Live>();
-  readonly #tasks = new Set<Promise<void>>();
-  readonly #routeAnnouncements = new Map<string, Announcement>();
+  readonly #tasks = new Set<Promise<unknown>>();
+  readonly #announced = new Map<string, Announcement>();
   readonly #unwatch: () => void;
-  #stopped = false;
+  #refusing = false;
 
-  /** Starts mirroring routes into the relay's announcer. */
+  /** Starts mirroring selected routes into the relay's announcer. */
   constructor(options: RelaySessionsOptions) {
     this.#opts = options;
-    this.#unwatch = options.core.routes.watch("", (e) => {
-      if (e.active) {
-        const hops = options.core.routes.get(e.path)?.source.hopIds ?? [];
-        this.#routeAnnouncements.get(e.path)?.withdraw();
-        this.#routeAnnouncements.set(e.path, this.announcer.announce(e.path, { hops }));
-      } else {
-        this.#routeAnnouncements.get(e.path)?.withdraw();
-        this.#routeAnnouncements.delete(e.path);
-      }
-    });
-    const m = options.metrics;
-    m.registry.onCollect(() => this.#collect());
+    this.#unwatch = options.core.routes.onChange((c) => this.#mirror(c));
+    options.metrics.registry.onCollect(() => this.#collect());
   }
 
-  /** Number of admitted sessions now. */
+  /** Number of sessions running now. */
   get active(): number {
     return this.#live.size;
+  }
+
+  // Peers hear of a route change as a new hop list for the same broadcast, never as an end.
+  #mirror(c: RouteChange): void {
+    if (c.kind === "ended") {
+      this.#announced.get(c.path)?.withdraw();
+      this.#announced.delete(c.path);
+      return;
+    }
+    const held = this.#announced.get(c.path);
+    if (held) held.update(c.route.hopIds);
+    else this.#announced.set(c.path, this.announcer.announce(c.path, { hops: c.route.hopIds }));
   }
 
   #collect(): void {
@@ -104,57 +144,71 @@ export class RelaySessions {
     }
   }
 
-  /** Handles one transport session (from the listener); never throws. */
+  /** The moq options of every relay session; `admission()` is what the session may do. */
+  #moqOptions(admission: () => Admission | undefined): MoqSessionOptions {
+    const o = this.#opts;
+    const m = o.metrics;
+    return {
+      announcer: this.announcer,
+      origin: o.hopId,
+      maxGroupQueue: o.cacheSize,
+      announceFilter: (path) => {
+        const a = admission();
+        return a !== undefined && allowed(a, "subscribe", path);
+      },
+      acceptAnnounce: (path) => {
+        const a = admission();
+        if (a !== undefined && allowed(a, "publish", path)) return true;
+        // An announcement the credential does not cover never becomes a route.
+        m.routeRejectionsTotal.inc({ reason: "unauthorized" });
+        return false;
+      },
+      serve: async (r): Promise<ServeDecision> => {
+        if (r.path === RTT_PING_PATH) return "not-found";
+        const a = admission();
+        if (!a || !allowed(a, "subscribe", r.path, r.track)) {
+          if (r.kind !== "fetch") m.subscribeErrorsTotal.inc({ code: "unauthorized" });
+          return "unauthorized";
+        }
+        try {
+          return await o.core.source(r.path, r.track, r.kind, r.start);
+        } catch (e) {
+          if (e instanceof SubscribeError) {
+            return e.code === "unauthorized" ? "unauthorized" : "not-found";
+          }
+          throw e;
+        }
+      },
+      log: o.log,
+    };
+  }
+
+  /** Handles one transport session from the listener; never throws. */
   handle(session: Session): void {
-    if (this.#stopped) {
+    if (this.#refusing) {
       session.close(0, "relay stopping");
       return;
     }
-    const task = this.#serve(session).catch((e) => {
-      this.#opts.log(
-        `relay: session ${session.remote} failed: ${errorText(e)}`,
-      );
-    });
-    this.#tasks.add(task);
-    task.finally(() => this.#tasks.delete(task));
+    this.#track(
+      this.#accept(session).catch((e) => {
+        this.#opts.log(`relay: session ${session.remote} failed: ${errorText(e)}`);
+      }),
+    );
   }
 
-  async #serve(session: Session): Promise<void> {
+  #track<T>(task: Promise<T>): Promise<T> {
+    this.#tasks.add(task);
+    task.finally(() => this.#tasks.delete(task));
+    return task;
+  }
+
+  async #accept(session: Session): Promise<void> {
     const o = this.#opts;
-    const m = o.metrics;
     let admission: Admission | undefined;
-    const serve = async (
-      kind: "subscribe" | "track" | "fetch",
-      path: string,
-      track: string,
-    ): Promise<ServeDecision> => {
-      if (path === RTT_PING_PATH) return "not-found";
-      if (!admission || !allowed(admission, "subscribe", path, track)) {
-        if (kind !== "fetch") m.subscribeErrorsTotal.inc({ code: "unauthorized" });
-        return "unauthorized";
-      }
-      try {
-        return await o.core.source(path, track, kind);
-      } catch (e) {
-        if (e instanceof SubscribeError) {
-          return e.code === "unauthorized" ? "unauthorized" : "not-found";
-        }
-        throw e;
-      }
-    };
     let moq: MoqSession;
     try {
       moq = await accept(session, {
-        announcer: this.announcer,
-        maxGroupQueue: o.cacheSize,
-        announceFilter: (path) => admission !== undefined && allowed(admission, "subscribe", path),
-        acceptAnnounce: (path) => {
-          if (admission !== undefined && allowed(admission, "publish", path)) return true;
-          // An announcement the credential does not cover never becomes a route.
-          m.routeRejectionsTotal.inc({ reason: "unauthorized" });
-          return false;
-        },
-        serve: (r) => serve(r.kind, r.path, r.track),
+        ...this.#moqOptions(() => admission),
         admit: async (s) => {
           try {
             admission = await admitSession(s.url, o.verifier);
@@ -164,23 +218,72 @@ export class RelaySessions {
             return false;
           }
         },
-        log: o.log,
       });
     } catch (e) {
       if (!(e instanceof MoqError)) throw e;
       return; // refused (closed with the unauthorized code) or never set up
     }
-    const transport = session.transport;
-    const labels = { transport, class: "client" };
+    const a = admission!;
+    const name = a.grant?.sub ?? moq.url?.searchParams.get("peer") ?? moq.remote;
+    await this.#run(moq, a, { dialed: false, name });
+  }
+
+  /**
+   * Runs a session this relay dialed to a peer. Resolves once the peer
+   * admitted it (it answered the first RTT ping); rejects when the peer
+   * refused it or turned out to be this relay ({@link SelfDialError}).
+   */
+  async dialed(session: Session, name: string): Promise<DialedPeer> {
+    if (this.#refusing) {
+      session.close(0, "relay stopping");
+      throw new MoqError("closed", "The relay is stopping");
+    }
+    const moq = await connect(session, this.#moqOptions(() => DIALED_PEER));
+    const first = await pingRtt(moq, this.#opts.now);
+    if (moq.isClosed || first === undefined) {
+      const info = await moq.closed.catch(() => undefined);
+      moq.close(0, "no answer");
+      throw new MoqError(
+        info?.code === MoqCode.Unauthorized ? "unauthorized" : "closed",
+        `Peer ${session.remote} ${
+          info?.code === MoqCode.Unauthorized ? "refused the session" : "did not answer"
+        }`,
+      );
+    }
+    if (moq.peerSetup?.origin === this.#opts.hopId) {
+      moq.close(0, "this is us");
+      throw new SelfDialError(`Peer ${session.remote} is this relay`);
+    }
+    const ended = this.#track(this.#run(moq, DIALED_PEER, { dialed: true, name, rtt: first }));
+    return { moq, ended };
+  }
+
+  async #run(
+    moq: MoqSession,
+    admission: Admission,
+    how: { dialed: boolean; name: string; rtt?: number },
+  ): Promise<SessionCloseInfo> {
+    const o = this.#opts;
+    const m = o.metrics;
+    const peer = admission.peer;
+    const labels = { transport: moq.transport.transport, class: peer ? "peer" : "client" };
     m.sessionsTotal.inc(labels);
-    const live: Live = { moq, remote: moq.remote, srtt: undefined, lastBytes: 0, lastAt: o.now() };
+    const live: Live = {
+      moq,
+      remote: moq.remote,
+      peer,
+      srtt: undefined,
+      lastBytes: 0,
+      lastAt: o.now(),
+    };
+    if (how.rtt !== undefined) this.#sample(live, how.rtt);
     this.#live.add(live);
     const routes = new Map<string, RouteAnnouncement>();
-    const stopPing = this.#startPing(live);
+    if (peer) this.#followGoaway(moq, how);
     // The session lives no longer than its credential (spec: "the relay session
     // ends when it does"); the publisher is expected to redial with a fresh one.
     let expired = false;
-    const leaseMs = admission?.grant ? admission.grant.expiresAt * 1000 - o.now() : Infinity;
+    const leaseMs = admission.grant ? admission.grant.expiresAt * 1000 - o.now() : Infinity;
     const lease = Number.isFinite(leaseMs)
       ? setTimeout(() => {
         expired = true;
@@ -188,11 +291,18 @@ export class RelaySessions {
         moq.close(MoqCode.Unauthorized, "credential expired");
       }, Math.max(0, leaseMs))
       : undefined;
-    // A credential that cannot publish never yields a route: skip asking that peer for
+    // A peer's routes are elected on arrival, so its RTT is measured before its announcements.
+    const firstPing = peer && how.rtt === undefined
+      ? pingRtt(moq, o.now).then((s) => s !== undefined && this.#sample(live, s))
+      : Promise.resolve();
+    const stopPing = this.#startPing(live);
+    // A credential that cannot publish never yields a route: skip asking that session for
     // announcements (each open control stream holds a read buffer in the transport).
-    const mayPublish = admission?.grant === undefined ||
+    const mayPublish = admission.grant === undefined || peer ||
       admission.grant.scopes.some((sc) => sc.actions.includes("publish"));
-    const watching = mayPublish ? this.#watchAnnouncements(moq, routes) : Promise.resolve();
+    const watching = mayPublish
+      ? firstPing.then(() => this.#watchAnnouncements(moq, routes, peer))
+      : Promise.resolve();
     const info = await moq.closed;
     clearTimeout(lease);
     stopPing();
@@ -216,45 +326,70 @@ export class RelaySessions {
       m.sessionRttSeconds.remove({ remote: live.remote });
       m.sessionEstimatedBitrateBps.remove({ remote: live.remote });
     }
+    return info;
   }
 
-  /** Turns the peer's announcements into routes for as long as the session lives. */
+  #followGoaway(moq: MoqSession, how: { dialed: boolean; name: string }): void {
+    moq.goaway.then((uri) => {
+      this.#opts.metrics.peerGoawayReceivedTotal.inc({ redirect: uri ? "true" : "false" });
+      this.#opts.log(
+        `relay: peer ${how.name} (${moq.remote}) sent GOAWAY${uri ? ` naming ${uri}` : ""}`,
+      );
+      this.#opts.onPeerGoaway?.({ moq, peer: how.name, dialed: how.dialed, uri });
+    });
+  }
+
+  /** Turns the session's announcements into candidate routes for as long as it lives. */
   async #watchAnnouncements(
     moq: MoqSession,
     routes: Map<string, RouteAnnouncement>,
+    peer: boolean,
   ): Promise<void> {
     const core = this.#opts.core;
     try {
       for await (const e of moq.announced("")) {
-        if (e.active) {
-          routes.get(e.path)?.end();
-          routes.set(
-            e.path,
-            core.routes.announce(e.path, {
-              remote: moq.remote,
-              // Hop count from the origin: a publisher connected here is one hop away
-              // (lite-05 lists its origin id, lite-04 lists nothing).
-              hops: Math.max(1, e.hops.length),
-              hopIds: e.hops,
-              subscribe: (track) => this.#upstream(moq, e.path, track),
-              fetch: (track, group, options) => moq.fetch(e.path, track, group, options),
-              rttMs: () => [...this.#live].find((l) => l.moq === moq)?.srtt,
-            }),
-          );
-        } else {
-          routes.get(e.path)?.end();
+        const held = routes.get(e.path);
+        if (!e.active) {
+          held?.end();
           routes.delete(e.path);
+          continue;
         }
+        // The full hop list holds the publisher's own id, then one id per relay: a
+        // publisher connected here is 0 hops away, a peer's broadcast at least 1.
+        const hops = Math.max(peer ? 1 : 0, e.hops.length - 1);
+        if (held) {
+          held.update(hops, e.hops); // a restart: the same broadcast on a new path upstream
+          continue;
+        }
+        routes.set(
+          e.path,
+          core.routes.announce(e.path, {
+            remote: moq.remote,
+            hops,
+            hopIds: e.hops,
+            subscribe: (track, options) => this.#upstream(moq, e.path, track, options?.start),
+            rttMs: () => [...this.#live].find((l) => l.moq === moq)?.srtt,
+            alive: () => !moq.isClosed,
+          }),
+        );
       }
     } catch (e) {
       if (!moq.isClosed) this.#opts.log(`relay: announcements of ${moq.remote} failed: ${e}`);
     }
   }
 
-  async #upstream(moq: MoqSession, path: string, track: string): Promise<UpstreamTrack> {
+  async #upstream(
+    moq: MoqSession,
+    path: string,
+    track: string,
+    start: number | undefined,
+  ): Promise<UpstreamTrack> {
     // The distributor takes every group at once, so this queue only ever holds one
     // burst (groups retransmitted on a lossy link land together); never drop from it.
-    const sub = moq.subscribe(path, track, { queueLimit: UPSTREAM_QUEUE_LIMIT });
+    const sub = moq.subscribe(path, track, {
+      queueLimit: UPSTREAM_QUEUE_LIMIT,
+      ...(start === undefined ? {} : { start }),
+    });
     try {
       await sub.ready;
     } catch (e) {
@@ -265,37 +400,61 @@ export class RelaySessions {
       groups: sub,
       close: () => sub.close(),
       inflight: () => sub.receiving,
-      info: sub.info,
+      startGroup: () => sub.startGroup,
     };
+  }
+
+  #sample(live: Live, sample: number): void {
+    const m = this.#opts.metrics;
+    live.srtt = smoothRtt(live.srtt, sample);
+    m.sessionRttMs.set({ remote: live.remote }, Math.round(live.srtt * 1000) / 1000);
+    m.sessionRttSeconds.observe({ remote: live.remote }, sample / 1000);
   }
 
   #startPing(live: Live): () => void {
     const every = this.#opts.rttIntervalMs ?? 10_000;
     if (every <= 0) return () => {};
-    const m = this.#opts.metrics;
     let timer: ReturnType<typeof setTimeout> | undefined;
     let stopped = false;
     const tick = async () => {
       // A ping that fails (the session is ending) just yields no sample.
       const sample = await pingRtt(live.moq, this.#opts.now).catch(() => undefined);
       if (stopped) return;
-      if (sample !== undefined) {
-        live.srtt = smoothRtt(live.srtt, sample);
-        m.sessionRttMs.set({ remote: live.remote }, Math.round(live.srtt * 1000) / 1000);
-        m.sessionRttSeconds.observe({ remote: live.remote }, sample / 1000);
-      }
+      if (sample !== undefined) this.#sample(live, sample);
       timer = setTimeout(tick, every);
     };
-    timer = setTimeout(tick, 0);
+    timer = setTimeout(tick, live.srtt === undefined ? 0 : every);
     return () => {
       stopped = true;
       if (timer !== undefined) clearTimeout(timer);
     };
   }
 
+  /**
+   * Starts draining: new sessions are refused and every running session is
+   * sent GOAWAY naming `uri` ("" names none).
+   */
+  goaway(uri: string): void {
+    this.#refusing = true;
+    for (const l of this.#live) {
+      l.moq.sendGoaway(uri).catch(() => {
+        // The session is ending anyway.
+      });
+    }
+  }
+
+  /** Resolves once every session left, or after `timeoutMs`; true when all left. */
+  async drained(timeoutMs: number): Promise<boolean> {
+    const until = this.#opts.now() + timeoutMs;
+    while (this.#live.size > 0 && this.#opts.now() < until) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return this.#live.size === 0;
+  }
+
   /** Closes every session and waits for their bookkeeping to finish. */
   async stop(): Promise<void> {
-    this.#stopped = true;
+    this.#refusing = true;
     this.#unwatch();
     for (const l of this.#live) l.moq.close(0, "relay stopping");
     // Sessions are closed; their bookkeeping normally finishes at once, but never hold shutdown.
@@ -305,7 +464,7 @@ export class RelaySessions {
       new Promise((r) => (timer = setTimeout(r, this.#opts.stopTimeoutMs ?? 5000))),
     ]);
     clearTimeout(timer);
-    for (const a of this.#routeAnnouncements.values()) a.withdraw();
-    this.#routeAnnouncements.clear();
+    for (const a of this.#announced.values()) a.withdraw();
+    this.#announced.clear();
   }
 }

@@ -63,5 +63,8 @@ Deno.test("the session root is the URL path; without a key set every session is 
   assert.deepEqual(await admitSession(new URL("https://r/"), undefined), {
     grant: undefined,
     root: "",
+    peer: false,
   });
+  // With auth off, a session is a peer when its URL says so.
+  assert.equal((await admitSession(new URL("https://r/?peer=relay-b"), undefined)).peer, true);
 });

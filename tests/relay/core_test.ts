@@ -1,81 +1,11 @@
 // Unit tests of routing and fan-out against in-process upstreams; the same
 // behaviour is checked end to end over real sessions in relay_test.ts.
 import assert from "node:assert/strict";
-import type { TrackCursor } from "../../src/moq/mod.ts";
-import type { IncomingGroup, UpstreamTrack } from "../../src/relay/distributor.ts";
 import { createRelayMetrics } from "../../src/relay/relay_metrics.ts";
 import { RelayCore, SubscribeError } from "../../src/relay/relay_core.ts";
-import type { AnnounceEvent, RouteSource } from "../../src/relay/route_table.ts";
+import type { RouteChange } from "../../src/relay/route_table.ts";
 import { families, sampleValue } from "../metrics/exposition.ts";
-
-/** An async queue the test pushes into. */
-class Channel<T> implements AsyncIterable<T> {
-  #items: T[] = [];
-  #waiters: ((r: IteratorResult<T>) => void)[] = [];
-  #closed = false;
-  push(v: T): void {
-    const w = this.#waiters.shift();
-    if (w) w({ value: v, done: false });
-    else this.#items.push(v);
-  }
-  close(): void {
-    this.#closed = true;
-    for (const w of this.#waiters.splice(0)) w({ value: undefined, done: true });
-  }
-  [Symbol.asyncIterator](): AsyncIterator<T> {
-    return {
-      next: (): Promise<IteratorResult<T>> => {
-        const v = this.#items.shift();
-        if (v !== undefined) return Promise.resolve({ value: v, done: false });
-        if (this.#closed) return Promise.resolve({ value: undefined, done: true });
-        return new Promise((r) => this.#waiters.push(r));
-      },
-    };
-  }
-}
-
-function group(sequence: number, text = `g${sequence}`): IncomingGroup {
-  return { sequence, frames: [new TextEncoder().encode(text)] };
-}
-
-class FakeSource implements RouteSource {
-  readonly remote = "192.0.2.1:5000";
-  readonly hops: number;
-  subscribes: string[] = [];
-  upstreams: { ch: Channel<IncomingGroup>; closed: boolean }[] = [];
-  fail = false;
-  constructor(hops = 0) {
-    this.hops = hops;
-  }
-  subscribe(track: string): Promise<UpstreamTrack> {
-    this.subscribes.push(track);
-    if (this.fail) return Promise.reject(new Error("track does not exist"));
-    const ch = new Channel<IncomingGroup>();
-    const u = { ch, closed: false };
-    this.upstreams.push(u);
-    return Promise.resolve({
-      groups: ch,
-      close: () => {
-        u.closed = true;
-        ch.close();
-      },
-    });
-  }
-  get last(): Channel<IncomingGroup> {
-    return this.upstreams[this.upstreams.length - 1]!.ch;
-  }
-}
-
-/** Reads `n` groups from a cursor (what a subscriber's session does). */
-async function take(c: TrackCursor, n: number): Promise<number[]> {
-  const out: number[] = [];
-  while (out.length < n) {
-    const g = await c.next();
-    if (!g) break;
-    out.push(g.sequence);
-  }
-  return out;
-}
+import { FakeSource, group, take } from "./_fake_source.ts";
 
 function setup(cacheSize = 8): { core: RelayCore; metrics: ReturnType<typeof createRelayMetrics> } {
   const metrics = createRelayMetrics();
@@ -159,8 +89,10 @@ Deno.test("a slow subscriber is skipped forward and never slows a fast one", asy
 Deno.test("the publisher going away ends the broadcast for subscribers and watchers", async () => {
   const { core, metrics } = setup();
   const src = new FakeSource();
-  const events: AnnounceEvent[] = [];
-  const unwatch = core.routes.watch("room", (e) => events.push(e));
+  const events: Pick<RouteChange, "kind" | "path">[] = [];
+  const unwatch = core.routes.onChange((e) => {
+    if (e.path.startsWith("room")) events.push({ kind: e.kind, path: e.path });
+  });
   const ann = core.routes.announce("room/1", src);
   core.routes.announce("other/1", new FakeSource()).end();
   const c = (await core.source("room/1", "chat")).cursor(undefined, 8);
@@ -170,7 +102,10 @@ Deno.test("the publisher going away ends the broadcast for subscribers and watch
   ann.end();
   assert.equal(await c.next(), undefined, "the subscriber's track ends");
   assert.equal(src.upstreams[0]!.closed, true);
-  assert.deepEqual(events, [{ path: "room/1", active: true }, { path: "room/1", active: false }]);
+  assert.deepEqual(events, [
+    { kind: "installed", path: "room/1" },
+    { kind: "ended", path: "room/1" },
+  ]);
   assert.equal(core.routes.get("room/1"), undefined);
   assert.equal(metrics.broadcastsActive.value(), 0);
   await assert.rejects(core.source("room/1", "chat"), SubscribeError);
@@ -203,22 +138,25 @@ Deno.test("subscribing to an unknown broadcast or a failing track is refused wit
 
 Deno.test("a second announcement is retained and promoted when the incumbent ends", () => {
   const { core, metrics } = setup();
-  const first = new FakeSource();
-  const second = new FakeSource();
+  const first = new FakeSource(1);
+  const second = new FakeSource(1);
   const a1 = core.routes.announce("b", first);
   const a2 = core.routes.announce("b", second);
   assert.equal(a1.active, true);
   assert.equal(a2.active, false);
-  assert.equal(metrics.routeRejectionsTotal.value({ reason: "not_better" }), 1);
+  assert.equal(a2.retained, true);
+  // Same hops, no RTT or bitrate measured: the incumbent stays.
+  assert.equal(metrics.routeRejectionsTotal.value({ reason: "equal_or_unknown" }), 1);
   assert.equal(metrics.routesRetained.value(), 1);
   a1.end();
   assert.equal(core.routes.get("b")?.source, second);
   assert.equal(metrics.routePromotionsTotal.value(), 1);
   assert.equal(metrics.routesRetained.value(), 0);
-  const better = new FakeSource(-1);
+  const better = new FakeSource(0);
   const a3 = core.routes.announce("b", better);
   assert.equal(a3.active, true);
   assert.equal(metrics.routeReplacementsTotal.value(), 1);
+  assert.equal(a2.retained, true, "the replaced route is kept as the alternate");
   a3.end();
   a2.end();
   assert.equal(core.routes.routes().length, 0);

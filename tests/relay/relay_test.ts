@@ -112,7 +112,7 @@ Deno.test("relay fans one track out to our clients and @moq/net, sharing one ups
   const p = routes.paths[0];
   assert.equal(p.path, "/room/1");
   assert.equal(p.active, true);
-  assert.equal(p.hops, 1, "the publisher is connected to this relay");
+  assert.equal(p.hops, 0, "the publisher is connected to this relay");
   assert.match(p.source, /^127\.0\.0\.1:\d+$/);
   assert.ok(Number.isInteger(p.rtt_ms) && Number.isInteger(p.bitrate_bps));
   for (const k of ["announced_at", "last_updated", "timestamp"]) {
