@@ -1,7 +1,8 @@
 /**
  * The sluice relay: moq-lite sessions over native QUIC and WebTransport,
- * per-track fan-out with a ring buffer, and its observability surface
- * (/health, /routes, /metrics, /debug/pprof) plus `sluice doctor`.
+ * per-track fan-out with a ring buffer, a mesh of peer relays with route
+ * election, and its observability surface (/health, /routes, /metrics,
+ * /debug/pprof) plus `sluice doctor`.
  *
  * @module
  */
@@ -11,3 +12,12 @@ export { createRelayMetrics, type RelayMetrics } from "./relay_metrics.ts";
 export { RelayCore, SubscribeError } from "./relay_core.ts";
 export { runRelay, type RunRelayIo } from "./run.ts";
 export { runRelayCommand } from "./command.ts";
+export {
+  hostPort,
+  type PeerCredential,
+  type PeerEntry,
+  Peers,
+  type PeerTransport,
+  quicPeerTransport,
+  type Resolver,
+} from "./peers.ts";

@@ -1,5 +1,5 @@
 import { errorText } from "../errors/mod.ts";
-import type { TrackProducer } from "../moq/mod.ts";
+import { TrackProducer } from "../moq/mod.ts";
 import { TrackDistributor, type UpstreamTrack } from "./distributor.ts";
 import type { RelayMetrics } from "./relay_metrics.ts";
 import { type RouteChange, type RouteSource, RouteTable } from "./route_table.ts";
@@ -17,6 +17,13 @@ export class SubscribeError extends Error {
   }
 }
 
+/**
+ * What TRACK is answered with before the track has a distributor: the
+ * properties every distributor advertises (the relay does not pass on the
+ * publisher's), without subscribing upstream yet.
+ */
+const TRACK_PROPERTIES = new TrackProducer();
+
 /** Options of {@link RelayCore}. */
 export interface RelayCoreOptions {
   /** Metrics to update. */
@@ -28,8 +35,9 @@ export interface RelayCoreOptions {
   /** How long a track's upstream is kept with no subscriber, ms (default 5000). */
   readonly idleMs?: number;
   /**
-   * How long a track whose upstream session went away waits for the route
-   * table to move the broadcast to another route, ms (default 2000).
+   * How long a track whose route ended, or whose upstream session went
+   * away, waits for the broadcast to come back by another route before it
+   * ends, ms (default 2000).
    */
   readonly orphanMs?: number;
   /** Logs a line. */
@@ -78,9 +86,13 @@ export class RelayCore {
 
   /**
    * The source to serve `path`/`track` from, starting the shared upstream
-   * subscription if none exists. `kind` is the request: reuses are counted
-   * for SUBSCRIBE only, failures for SUBSCRIBE and lite-05's TRACK (which
-   * precedes it), neither for FETCH. Throws {@link SubscribeError}.
+   * subscription (from group `start`, when the request names one) if none
+   * exists. `kind` is the request: reuses are counted for SUBSCRIBE only,
+   * failures for SUBSCRIBE and lite-05's TRACK (which precedes it), neither
+   * for FETCH. A TRACK does not start the upstream subscription: the
+   * SUBSCRIBE that follows does, with its start, so a relay continuing a
+   * track through this one gets the groups it asks for. Throws
+   * {@link SubscribeError}.
    */
   async source(
     path: string,
@@ -119,6 +131,7 @@ export class RelayCore {
     if (route === undefined) {
       return fail(new SubscribeError("not_found", `No broadcast "${path}" is announced`));
     }
+    if (kind === "track") return TRACK_PROPERTIES;
     const setup = this.#open(path, track, key, route.source, start);
     this.#pending.set(key, setup);
     try {
@@ -189,34 +202,43 @@ export class RelayCore {
   }
 
   #routeChanged(change: RouteChange): void {
-    if (change.kind === "installed" || change.kind === "updated") return;
+    if (change.kind === "updated") return;
     for (const d of [...this.#distributors.values()]) {
       if (d.path !== change.path) continue;
-      if (change.kind === "ended") d.close();
-      else void d.switchTo(change.route.source);
+      if (change.kind === "ended") this.#linger(d, change.previous);
+      else if (d.source !== change.route.source) void d.switchTo(change.route.source);
     }
+  }
+
+  /**
+   * The broadcast has no route through `from` any more: keep the track (and
+   * its subscribers) for a moment in case the broadcast comes back another
+   * way — a publisher following GOAWAY to another relay, the route table
+   * promoting after a session died — and end it if it does not.
+   */
+  #linger(d: TrackDistributor, from: RouteSource): void {
+    const stop = this.routes.onChange((c) => {
+      if (c.path !== d.path || c.kind === "ended") return;
+      clearTimeout(timer);
+      stop();
+    });
+    const timer = setTimeout(() => {
+      stop();
+      if (!d.ended && d.source === from) d.close();
+    }, this.#opts.orphanMs ?? 2000);
   }
 
   /**
    * A distributor's upstream ended by itself. Through a route that is no
    * longer selected: follow the selected one. Through a session that went
-   * away: the route table withdraws its routes as soon as the session's
-   * bookkeeping runs, so wait briefly for the move (or the end). Otherwise
-   * the publisher finished the track: the distributor ends.
+   * away, or with no route left: wait briefly for the broadcast to move
+   * ({@link #linger}). Otherwise the publisher finished the track: it ends.
    */
   #upstreamEnded(d: TrackDistributor, from: RouteSource): void {
     const route = this.routes.get(d.path);
-    if (route === undefined) return d.close();
-    if (route.source !== from) return void d.switchTo(route.source);
-    if (from.alive?.() !== false) return d.close();
-    const timer = setTimeout(() => {
-      if (!d.ended && d.source === from) d.close();
-    }, this.#opts.orphanMs ?? 2000);
-    const stop = this.routes.onChange((c) => {
-      if (c.path !== d.path) return;
-      clearTimeout(timer);
-      stop();
-    });
+    if (route !== undefined && route.source !== from) return void d.switchTo(route.source);
+    if (route === undefined || from.alive?.() === false) return this.#linger(d, from);
+    d.close();
   }
 
   /** Ends every distributor (relay shutdown). */

@@ -57,6 +57,11 @@ export interface Announcement {
   readonly retained: boolean;
   /** The announcement now carries another hop list (a restart from upstream). */
   update(hops: number, hopIds: readonly bigint[]): void;
+  /**
+   * Its session is going away (GOAWAY): if this is the selected route and a
+   * live alternate is retained, the alternate is promoted now.
+   */
+  stepDown(): void;
   /** Withdraws the announcement (the publisher ended it or went away); idempotent. */
   end(): void;
 }
@@ -186,6 +191,7 @@ export class RouteTable {
         return retained();
       },
       update: (hops, hopIds) => this.#update(path, c, hops, hopIds),
+      stepDown: () => this.#stepDown(path, c),
       end: () => this.#withdraw(path, c),
     };
   }
@@ -228,6 +234,13 @@ export class RouteTable {
     const route = new SelectedRoute(path, c, this.#now());
     this.#routes.set(path, route);
     this.#emit({ kind: "updated", path, route });
+  }
+
+  #stepDown(path: string, c: Candidate): void {
+    const next = this.#alternates.get(path);
+    if (c.ended || this.#selected.get(path) !== c || !next || !this.#stats(next).alive) return;
+    this.#metrics.routePromotionsTotal.inc();
+    this.#select(path, next, { kind: "promoted", previous: c.source });
   }
 
   #withdraw(path: string, c: Candidate): void {

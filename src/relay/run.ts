@@ -4,6 +4,9 @@ import type { RelayConfig } from "../config/relay.ts";
 import { reexecWithV8Flags } from "./reexec.ts";
 import { startRelay } from "./server.ts";
 
+/** How long a stopping relay waits for its sessions to leave after GOAWAY, ms. */
+export const DRAIN_MS = 10_000;
+
 /** I/O of {@link runRelay}. */
 export interface RunRelayIo {
   /** Logs a line (default console.error). */
@@ -31,7 +34,8 @@ function signals(): { promise: Promise<string>; dispose: () => void } {
 /**
  * `sluice relay`: applies the GC settings (re-executing with V8 flags when
  * RELAY_SEMI_SPACE_MB asks for it), loads the certificate and key set,
- * serves until SIGINT/SIGTERM, then stops gracefully. Returns the exit code.
+ * serves until SIGINT/SIGTERM, then drains (GOAWAY, up to 10 s) and stops.
+ * Returns the exit code.
  */
 export async function runRelay(config: RelayConfig, io: RunRelayIo = {}): Promise<number> {
   const log = io.log ?? ((l: string) => console.error(l));
@@ -77,7 +81,9 @@ export async function runRelay(config: RelayConfig, io: RunRelayIo = {}): Promis
         } [${gc.semiSpace.source}]`,
     );
     const why = await (io.shutdown ?? sig!.promise);
-    log(`relay: stopping (${typeof why === "string" ? why : "shutdown"})`);
+    log(`relay: stopping (${typeof why === "string" ? why : "shutdown"}): GOAWAY sent, draining`);
+    const left = await relay.drain(DRAIN_MS);
+    if (!left) log(`relay: sessions still open after ${DRAIN_MS / 1000} s are closed`);
     await relay.stop();
     return 0;
   } finally {

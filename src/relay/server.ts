@@ -13,6 +13,14 @@ import { admitSession } from "./admission.ts";
 import { createRelayHandler } from "./http_handler.ts";
 import { RelayCore } from "./relay_core.ts";
 import { createRelayMetrics, type RelayMetrics } from "./relay_metrics.ts";
+import {
+  type PeerCredential,
+  type PeerEntry,
+  Peers,
+  type PeerTransport,
+  quicPeerTransport,
+  type Resolver,
+} from "./peers.ts";
 import { RelaySessions } from "./sessions.ts";
 
 /** Options of {@link startRelay}. */
@@ -39,8 +47,24 @@ export interface RelayOptions {
   readonly rttIntervalMs?: number;
   /** How long an unused track's upstream subscription is kept, ms (default 5000). */
   readonly idleMs?: number;
+  /** How long a track whose route ended waits for the broadcast to come back, ms (default 2000). */
+  readonly orphanMs?: number;
   /** This relay's hop id (default: a random one per run). */
   readonly hopId?: bigint;
+  /** PEERS: relays to dial (default none). */
+  readonly peers?: readonly PeerEntry[];
+  /** RELAY_NAME (default `relay`). */
+  readonly name?: string;
+  /** Signs a peer credential per dialed session (RELAY_PEER_KEY); none dials without one. */
+  readonly peerCredential?: () => Promise<PeerCredential>;
+  /** PEER_CA_FILE contents (default the system roots). */
+  readonly peerCaCerts?: readonly string[];
+  /** Opens transport sessions to peers (default native QUIC, see {@linkcode quicPeerTransport}). */
+  readonly peerTransport?: PeerTransport;
+  /** Resolves PEERS names (default the system resolver). */
+  readonly resolve?: Resolver;
+  /** GOAWAY_REDIRECT_URI, sent in GOAWAY when the relay drains (default none). */
+  readonly goawayUri?: string;
 }
 
 /** A running relay. */
@@ -51,6 +75,16 @@ export interface RunningRelay {
   readonly metrics: RelayMetrics;
   /** Routing and fan-out state. */
   readonly core: RelayCore;
+  /** This relay's hop id. */
+  readonly hopId: bigint;
+  /** The peers it dials. */
+  readonly peers: Peers;
+  /**
+   * Drains: stops being ready, refuses new sessions, sends GOAWAY (with
+   * `goawayUri`) to every session and waits up to `timeoutMs` (default
+   * 10000) for them to leave. Resolves true when all left; {@linkcode stop} follows.
+   */
+  drain(timeoutMs?: number): Promise<boolean>;
   /** Stops accepting, closes every session and the HTTP server. */
   stop(): Promise<void>;
 }
@@ -76,6 +110,7 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
     now,
     log,
     ...(options.idleMs !== undefined ? { idleMs: options.idleMs } : {}),
+    ...(options.orphanMs !== undefined ? { orphanMs: options.orphanMs } : {}),
   });
   if (options.verifier === undefined) {
     log(
@@ -92,6 +127,19 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
     now,
     log,
     ...(options.rttIntervalMs !== undefined ? { rttIntervalMs: options.rttIntervalMs } : {}),
+    onPeerGoaway: (g) => peers.goaway(g),
+    onPeerAdmitted: (name) => peers.peerArrived(name),
+  });
+  const peers: Peers = new Peers({
+    entries: options.peers ?? [],
+    name: options.name ?? "relay",
+    ...(options.peerCredential ? { credential: options.peerCredential } : {}),
+    sessions,
+    transport: options.peerTransport ?? quicPeerTransport(options.peerCaCerts),
+    ...(options.resolve ? { resolve: options.resolve } : {}),
+    metrics,
+    now,
+    log,
   });
   let ready = false;
   const handler = createRelayHandler({
@@ -141,14 +189,26 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
       "relay: RELAY_PPROF=1: /debug/pprof/* is exposed; bind RELAY_ADDR to loopback or a trusted interface only",
     );
   }
+  peers.start();
   let stopping: Promise<void> | undefined;
+  let draining: Promise<boolean> | undefined;
   return {
     addr: { hostname: options.hostname, port },
     metrics,
     core,
+    hopId,
+    peers,
+    drain: (timeoutMs = 10_000) =>
+      draining ??= (() => {
+        ready = false;
+        peers.finish();
+        sessions.goaway(options.goawayUri ?? "");
+        return sessions.drained(timeoutMs);
+      })(),
     stop: () =>
       stopping ??= (async () => {
         ready = false;
+        peers.stop();
         await sessions.stop();
         core.close();
         await listener.stop();

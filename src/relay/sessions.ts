@@ -12,7 +12,7 @@ import {
   type ServeDecision,
 } from "../moq/mod.ts";
 import type { Session, SessionCloseInfo } from "../transport/mod.ts";
-import { type Admission, admitSession, allowed, DIALED_PEER } from "./admission.ts";
+import { type Admission, admitSession, allowed, DIALED_PEER, PEER_PARAMETER } from "./admission.ts";
 import type { UpstreamTrack } from "./distributor.ts";
 import { type RelayCore, SubscribeError } from "./relay_core.ts";
 import type { RelayMetrics } from "./relay_metrics.ts";
@@ -42,6 +42,8 @@ export interface RelaySessionsOptions {
   readonly stopTimeoutMs?: number;
   /** A peer's session sent GOAWAY (`uri` empty when it named no other relay). */
   readonly onPeerGoaway?: (goaway: PeerGoaway) => void;
+  /** A peer dialed in and was admitted (by its name). */
+  readonly onPeerAdmitted?: (name: string) => void;
   /** Logs a line. */
   readonly log: (line: string) => void;
 }
@@ -79,6 +81,8 @@ interface Live {
   readonly moq: MoqSession;
   readonly remote: string;
   readonly peer: boolean;
+  /** The peer sent GOAWAY: its routes lose every election and it is left once unused. */
+  draining: boolean;
   srtt: number | undefined;
   lastBytes: number;
   lastAt: number;
@@ -224,7 +228,8 @@ export class RelaySessions {
       return; // refused (closed with the unauthorized code) or never set up
     }
     const a = admission!;
-    const name = a.grant?.sub ?? moq.url?.searchParams.get("peer") ?? moq.remote;
+    const name = a.grant?.sub ?? moq.url?.searchParams.get(PEER_PARAMETER) ?? moq.remote;
+    if (a.peer) o.onPeerAdmitted?.(name);
     await this.#run(moq, a, { dialed: false, name });
   }
 
@@ -272,6 +277,7 @@ export class RelaySessions {
       moq,
       remote: moq.remote,
       peer,
+      draining: false,
       srtt: undefined,
       lastBytes: 0,
       lastAt: o.now(),
@@ -279,7 +285,7 @@ export class RelaySessions {
     if (how.rtt !== undefined) this.#sample(live, how.rtt);
     this.#live.add(live);
     const routes = new Map<string, RouteAnnouncement>();
-    if (peer) this.#followGoaway(moq, how);
+    if (peer) moq.goaway.then((uri) => this.#peerGoaway(live, routes, how, uri));
     // The session lives no longer than its credential (spec: "the relay session
     // ends when it does"); the publisher is expected to redial with a fresh one.
     let expired = false;
@@ -301,7 +307,7 @@ export class RelaySessions {
     const mayPublish = admission.grant === undefined || peer ||
       admission.grant.scopes.some((sc) => sc.actions.includes("publish"));
     const watching = mayPublish
-      ? firstPing.then(() => this.#watchAnnouncements(moq, routes, peer))
+      ? firstPing.then(() => this.#watchAnnouncements(live, routes))
       : Promise.resolve();
     const info = await moq.closed;
     clearTimeout(lease);
@@ -329,23 +335,40 @@ export class RelaySessions {
     return info;
   }
 
-  #followGoaway(moq: MoqSession, how: { dialed: boolean; name: string }): void {
-    moq.goaway.then((uri) => {
-      this.#opts.metrics.peerGoawayReceivedTotal.inc({ redirect: uri ? "true" : "false" });
-      this.#opts.log(
-        `relay: peer ${how.name} (${moq.remote}) sent GOAWAY${uri ? ` naming ${uri}` : ""}`,
-      );
-      this.#opts.onPeerGoaway?.({ moq, peer: how.name, dialed: how.dialed, uri });
-    });
+  /**
+   * A peer is going away. Its routes step down to retained alternates now,
+   * and it is left as soon as no selected route runs through it (a redirect
+   * the peer named, dialed by `onPeerGoaway`, usually takes over the rest),
+   * or when it closes the session at the end of its drain.
+   */
+  #peerGoaway(
+    live: Live,
+    routes: Map<string, RouteAnnouncement>,
+    how: { dialed: boolean; name: string },
+    uri: string,
+  ): void {
+    const o = this.#opts;
+    const moq = live.moq;
+    if (moq.isClosed) return;
+    o.metrics.peerGoawayReceivedTotal.inc({ redirect: uri ? "true" : "false" });
+    o.log(`relay: peer ${how.name} (${moq.remote}) sent GOAWAY${uri ? ` naming ${uri}` : ""}`);
+    live.draining = true;
+    for (const r of routes.values()) r.stepDown();
+    o.onPeerGoaway?.({ moq, peer: how.name, dialed: how.dialed, uri });
+    const leaveIfUnused = (): void => {
+      if (moq.isClosed || [...routes.values()].some((r) => r.active)) return;
+      o.log(`relay: leaving peer ${how.name}: no route runs through it any more`);
+      moq.close(0, "goaway");
+    };
+    const unwatch = o.core.routes.onChange(leaveIfUnused);
+    moq.closed.then(unwatch);
+    leaveIfUnused();
   }
 
   /** Turns the session's announcements into candidate routes for as long as it lives. */
-  async #watchAnnouncements(
-    moq: MoqSession,
-    routes: Map<string, RouteAnnouncement>,
-    peer: boolean,
-  ): Promise<void> {
+  async #watchAnnouncements(live: Live, routes: Map<string, RouteAnnouncement>): Promise<void> {
     const core = this.#opts.core;
+    const { moq, peer } = live;
     try {
       for await (const e of moq.announced("")) {
         const held = routes.get(e.path);
@@ -368,8 +391,8 @@ export class RelaySessions {
             hops,
             hopIds: e.hops,
             subscribe: (track, options) => this.#upstream(moq, e.path, track, options?.start),
-            rttMs: () => [...this.#live].find((l) => l.moq === moq)?.srtt,
-            alive: () => !moq.isClosed,
+            rttMs: () => live.srtt,
+            alive: () => !moq.isClosed && !live.draining,
           }),
         );
       }

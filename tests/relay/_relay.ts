@@ -7,7 +7,7 @@ import {
   type TokenClaims,
   type Verifier,
 } from "../../src/auth/mod.ts";
-import { type RunningRelay, startRelay } from "../../src/relay/mod.ts";
+import { type RelayOptions, type RunningRelay, startRelay } from "../../src/relay/mod.ts";
 import { keySetOf, makeKey, type TestKey } from "../auth/helpers.ts";
 import { testCertificate } from "../support/certs.ts";
 
@@ -26,7 +26,14 @@ export interface TestRelay {
 
 /** Starts a relay on 127.0.0.1:0; `auth` turns on a key set with one fresh key. */
 export async function startTestRelay(
-  options: { auth?: boolean; cacheSize?: number; rttIntervalMs?: number; pprof?: boolean } = {},
+  options: {
+    auth?: boolean;
+    cacheSize?: number;
+    rttIntervalMs?: number;
+    pprof?: boolean;
+    /** More relay options (peers, name, GOAWAY redirect...); peers' TLS trusts the test certificate. */
+    extra?: Partial<RelayOptions>;
+  } = {},
 ): Promise<TestRelay> {
   const c = await testCertificate();
   let key: TestKey | undefined;
@@ -51,6 +58,8 @@ export async function startTestRelay(
         log: (l) => logs.push(l),
         rttIntervalMs: options.rttIntervalMs ?? 0,
         idleMs: 200,
+        peerCaCerts: [c.certPem],
+        ...options.extra,
       });
     } catch (e) {
       if (!(e instanceof Deno.errors.AddrInUse) || attempt > 5) throw e;

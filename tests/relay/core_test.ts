@@ -10,7 +10,7 @@ import { FakeSource, group, take } from "./_fake_source.ts";
 function setup(cacheSize = 8): { core: RelayCore; metrics: ReturnType<typeof createRelayMetrics> } {
   const metrics = createRelayMetrics();
   let t = 0;
-  const core = new RelayCore({ metrics, cacheSize, now: () => (t += 1), idleMs: 0 });
+  const core = new RelayCore({ metrics, cacheSize, now: () => (t += 1), idleMs: 0, orphanMs: 0 });
   return { core, metrics };
 }
 

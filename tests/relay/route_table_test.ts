@@ -123,3 +123,18 @@ Deno.test("bitrate counts what a route delivered, so it only decides between rou
   assert.equal(routes.get("p")?.source, b);
   assert.equal(metrics.routeReplacementsTotal.value(), 1);
 });
+
+Deno.test("a selected route whose session is going away steps down to a live alternate", () => {
+  const { routes, metrics } = table();
+  const leaving = source(1, 10, "192.0.2.1:1");
+  const staying = source(1, 10, "192.0.2.2:2");
+  const a = routes.announce("p", leaving);
+  routes.announce("p", staying);
+  a.stepDown();
+  assert.equal(routes.get("p")?.source, staying);
+  assert.equal(metrics.routePromotionsTotal.value(), 1);
+  // Without an alternate the route stays where it is until its session closes.
+  const alone = routes.announce("q", source(1));
+  alone.stepDown();
+  assert.equal(alone.active, true);
+});

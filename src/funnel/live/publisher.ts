@@ -102,6 +102,11 @@ export class LivePublisher implements RecordSink {
     });
   }
 
+  /** Recent groups each track keeps. */
+  get cacheSize(): number {
+    return this.#cache;
+  }
+
   /** Publishing failures that were contained (never thrown into the commit path). */
   get failures(): number {
     return this.#failures;

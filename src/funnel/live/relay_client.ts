@@ -85,12 +85,13 @@ export class RelayClient {
   #state: RelayState = "stopped";
   #moq: MoqSession | undefined;
   #timer: unknown;
-  #expiry: unknown;
   #stopped = false;
   #started = false;
   #sessions = 0;
+  /** The session run whose end leads to a redial (a redirect's, once it connected). */
   #running: Promise<void> | undefined;
-  #dialing: AbortController | undefined;
+  readonly #open = new Set<MoqSession>();
+  readonly #dialing = new Set<AbortController>();
 
   /** Prepares the client; {@linkcode start} dials. */
   constructor(options: RelayClientOptions) {
@@ -129,9 +130,9 @@ export class RelayClient {
   async stop(): Promise<void> {
     if (this.#stopped) return await this.#running;
     this.#stopped = true;
-    this.#clearTimers();
-    this.#dialing?.abort();
-    this.#moq?.close(0, "funnel stopping");
+    this.#clearTimer();
+    for (const d of this.#dialing) d.abort();
+    for (const moq of this.#open) moq.close(0, "funnel stopping");
     await this.#running;
     this.#setState("stopped");
   }
@@ -163,30 +164,73 @@ export class RelayClient {
     return this.#options.redialMs ?? RELAY_REDIAL_MS;
   }
 
-  #clearTimers(): void {
+  #clearTimer(): void {
     if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
-    if (this.#expiry !== undefined) this.#timers.clearTimeout(this.#expiry);
     this.#timer = undefined;
-    this.#expiry = undefined;
   }
 
   #dial(): void {
     if (this.#stopped) return;
     this.#setState("connecting");
-    const run = this.#session().then(
-      (why) => this.#scheduleRedial(why),
-      (error: unknown) =>
-        this.#scheduleRedial(
-          `cannot connect (${errorText(error)})`,
-        ),
+    const run: Promise<void> = this.#session(this.#options.url).then(
+      (why) => this.#ended(run, why),
+      (error: unknown) => this.#ended(run, `cannot connect (${errorText(error)})`),
     );
     this.#running = run;
   }
 
+  // A session run ended; only the current one leads to a redial (one left for a redirect does not).
+  #ended(run: Promise<void>, why: string): void {
+    if (run !== this.#running) return;
+    this.#scheduleRedial(why);
+  }
+
+  /**
+   * The relay sent GOAWAY. With a redirect URI: open a session there
+   * (announcing everything), and only once it is up leave the draining
+   * relay, so the relays carrying our tracks switch routes without a gap.
+   * Without one, or when the redirect cannot be reached: leave, and redial
+   * RELAY_URL after the usual delay.
+   */
+  #goaway(moq: MoqSession, uri: string): void {
+    const o = this.#options;
+    o.log.warn(
+      `Relay ${describeRelayUrl(moq.url ?? o.url)}: GOAWAY${
+        uri ? ` to ${describeRelayUrl(uri)}` : ""
+      }`,
+    );
+    let target: URL | undefined;
+    try {
+      target = uri === "" ? undefined : new URL(uri);
+      if (target && target.protocol !== "https:" && target.protocol !== "moqt:") target = undefined;
+    } catch {
+      // Not a URL: there is nowhere to go but RELAY_URL.
+      target = undefined;
+    }
+    if (target === undefined) {
+      moq.close(0, "goaway");
+      return;
+    }
+    // The redirect gets our credential too (a signed one is made fresh per session).
+    const jwt = o.url.searchParams.get("jwt");
+    if (jwt !== null && !target.searchParams.has("jwt")) target.searchParams.set("jwt", jwt);
+    const run: Promise<void> = this.#session(target, () => {
+      this.#running = run;
+      moq.close(0, "goaway: moved");
+    }).then(
+      (why) => this.#ended(run, why),
+      (error: unknown) => {
+        if (run === this.#running) this.#ended(run, `cannot connect (${errorText(error)})`);
+        else {
+          o.log.warn(`Relay ${describeRelayUrl(target)}: redirect failed (${errorText(error)})`);
+          moq.close(0, "goaway");
+        }
+      },
+    );
+  }
+
   #scheduleRedial(why: string): void {
     this.#moq = undefined;
-    if (this.#expiry !== undefined) this.#timers.clearTimeout(this.#expiry);
-    this.#expiry = undefined;
     if (this.#stopped) return;
     this.#setState("reconnecting", why);
     this.#timer = this.#timers.setTimeout(() => {
@@ -195,10 +239,10 @@ export class RelayClient {
     }, this.#redialMs);
   }
 
-  /** One session, from dial to end; resolves with why it ended. */
-  async #session(): Promise<string> {
+  /** One session with `target`, from dial to end; resolves with why it ended. */
+  async #session(target: URL, onConnected?: () => void): Promise<string> {
     const o = this.#options;
-    const url = new URL(o.url.href);
+    const url = new URL(target.href);
     let expiresAt: number | undefined;
     if (o.credential) {
       const credential = await o.credential();
@@ -208,7 +252,7 @@ export class RelayClient {
       expiresAt = tokenExpiry(tokenFromUrl(url));
     }
     const dialing = new AbortController();
-    this.#dialing = dialing;
+    this.#dialing.add(dialing);
     const timeoutMs = o.dialTimeoutMs ?? 10_000;
     let timedOut = false;
     const timeout = setTimeout(() => {
@@ -255,7 +299,7 @@ export class RelayClient {
         throw error;
       }).finally(() => {
         clearTimeout(timeout);
-        this.#dialing = undefined;
+        this.#dialing.delete(dialing);
       });
     if (this.#stopped) {
       transport.close(0, "funnel stopping");
@@ -268,23 +312,33 @@ export class RelayClient {
       ...(prefix === undefined ? {} : { announceFilter: (path) => prefixCovers(prefix, path) }),
       // The relay's announcements are of no use to a funnel.
       acceptAnnounce: () => false,
+      // A relay continuing a track through this session asks from the record after its
+      // latest: serve it everything the track still holds.
+      maxGroupQueue: o.publisher.cacheSize,
       log: (line) => o.log.debug(line),
     });
     this.#moq = moq;
+    this.#open.add(moq);
     this.#sessions++;
     let expired = false;
+    let expiry: unknown;
     if (expiresAt !== undefined) {
       // The relay refuses the credential after expiry: end the session ourselves and redial
       // with a fresh one rather than wait for the relay to notice.
       const ms = Math.max(0, expiresAt - this.#now());
-      this.#expiry = this.#timers.setTimeout(() => {
-        this.#expiry = undefined;
+      expiry = this.#timers.setTimeout(() => {
         expired = true;
         moq.close(0, "credential expired");
       }, ms);
     }
+    moq.goaway.then((uri) => {
+      if (!this.#stopped && !moq.isClosed) this.#goaway(moq, uri);
+    });
+    onConnected?.();
     this.#setState("connected");
     const info = await moq.closed;
+    this.#open.delete(moq);
+    if (expiry !== undefined) this.#timers.clearTimeout(expiry);
     if (expired) return "session ended: its credential expired";
     return `session ended (${info.dropped ? "connection lost" : `code ${info.code}`}${
       info.reason ? `: ${info.reason}` : ""
@@ -329,9 +383,14 @@ function tokenExpiry(token: string | undefined): number | undefined {
   }
 }
 
-/** RELAY_URL for logs and the startup summary, with its credential masked. */
-export function describeRelayUrl(url: URL): string {
-  const shown = new URL(url.href);
+/** A relay URL for logs and the startup summary, with its credential masked (text that is no URL is shown quoted). */
+export function describeRelayUrl(url: URL | string): string {
+  let shown: URL;
+  try {
+    shown = new URL(url);
+  } catch {
+    return JSON.stringify(String(url));
+  }
   if (shown.searchParams.has("jwt")) shown.searchParams.set("jwt", "***");
   return shown.href;
 }
