@@ -9,6 +9,7 @@
 import { parseOriginList } from "../http/cors.ts";
 import { type Env, EnvReader, type Setting } from "./env.ts";
 import { type GcResolution, readGc } from "./gc.ts";
+import { type MeshSettings, readMeshSettings } from "./relay_mesh.ts";
 import {
   formatListenAddress,
   type ListenAddress,
@@ -39,6 +40,8 @@ export interface RelayConfig {
   readonly corsAllowedOrigins: Setting<readonly string[] | "*">;
   /** The garbage-collector resolution. */
   readonly gc: GcResolution;
+  /** PEERS, RELAY_PEER_KEY, PEER_CA_FILE, RELAY_NAME, GOAWAY_REDIRECT_URI. */
+  readonly mesh: MeshSettings;
 }
 
 /** Defaults, for documentation and doctor. */
@@ -80,6 +83,12 @@ export function loadRelayConfig(env: Env, options: LoadRelayConfigOptions = {}):
   const r = new EnvReader(env);
   const text = (s: string): string => s;
   const show = (v: string | undefined): string => v ?? "(unset)";
+  const authKeys = r.setting<string | undefined>(
+    "SLUICE_AUTH_KEYS",
+    undefined,
+    keySetLocation,
+    (v) => v ?? "(unset: every session is admitted)",
+  );
   const config: RelayConfig = {
     addr: r.setting(
       "RELAY_ADDR",
@@ -89,12 +98,7 @@ export function loadRelayConfig(env: Env, options: LoadRelayConfigOptions = {}):
     ),
     certFile: r.setting("CERT_FILE", RELAY_DEFAULTS.CERT_FILE, text),
     keyFile: r.setting("KEY_FILE", RELAY_DEFAULTS.KEY_FILE, text),
-    authKeys: r.setting<string | undefined>(
-      "SLUICE_AUTH_KEYS",
-      undefined,
-      keySetLocation,
-      (v) => v ?? "(unset: every session is admitted)",
-    ),
+    authKeys,
     authKeysCache: r.setting<string | undefined>("SLUICE_AUTH_KEYS_CACHE", undefined, text, show),
     relayToken: r.setting<string | undefined>(
       "SLUICE_RELAY_TOKEN",
@@ -120,6 +124,7 @@ export function loadRelayConfig(env: Env, options: LoadRelayConfigOptions = {}):
       (v) => (v === "*" ? "* (any origin)" : v.join(",")),
     ),
     gc: readGc(r, options.cliV8Flags),
+    mesh: readMeshSettings(r, authKeys.value !== undefined),
   };
   r.finish();
   return config;

@@ -27,6 +27,10 @@ export async function runRelayCommand(env: Record<string, string | undefined>): 
       console.error(`sluice relay: ${e.message}`);
       return 2;
     }
+    if (e instanceof ConfigError) {
+      for (const p of e.details) console.error(`sluice relay: ${p.variable} ${p.message}`);
+      return 2;
+    }
     throw e;
   }
 }

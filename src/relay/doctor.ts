@@ -113,6 +113,11 @@ export function runDoctor(
         c.groupCacheSize,
         c.pprof,
         c.corsAllowedOrigins,
+        c.mesh.peers,
+        c.mesh.peerKey,
+        c.mesh.peerCaFile,
+        c.mesh.name,
+        c.mesh.goawayRedirectUri,
       ] as Setting<unknown>[]
     ) print(line(s));
   } catch (e) {

@@ -1,7 +1,16 @@
-import { createVerifier, keySourceFrom, type Verifier } from "../auth/mod.ts";
+import {
+  createVerifier,
+  keySourceFrom,
+  readSigner,
+  type Signer,
+  type Verifier,
+} from "../auth/mod.ts";
+import { ConfigError } from "../config/errors.ts";
+import { errorText } from "../errors/mod.ts";
 import { loadServingCertificate } from "../certs/mod.ts";
 import type { RelayConfig } from "../config/relay.ts";
 import { reexecWithV8Flags } from "./reexec.ts";
+import { peerCredentials } from "./peer_credential.ts";
 import { startRelay } from "./server.ts";
 
 /** How long a stopping relay waits for its sessions to leave after GOAWAY, ms. */
@@ -29,6 +38,39 @@ function signals(): { promise: Promise<string>; dispose: () => void } {
       Deno.removeSignalListener("SIGTERM", onTerm);
     },
   };
+}
+
+/**
+ * Reads RELAY_PEER_KEY and PEER_CA_FILE; a file that cannot be used stops
+ * the start with a {@link ConfigError} naming its variable.
+ */
+async function readMeshFiles(
+  config: RelayConfig,
+): Promise<{ signer?: Signer; caCerts?: string[] }> {
+  const problems: { variable: string; message: string }[] = [];
+  const out: { signer?: Signer; caCerts?: string[] } = {};
+  const keyFile = config.mesh.peerKey.value;
+  if (keyFile !== undefined) {
+    try {
+      out.signer = await readSigner(keyFile);
+    } catch (e) {
+      problems.push({ variable: "RELAY_PEER_KEY", message: errorText(e) });
+    }
+  }
+  const caFile = config.mesh.peerCaFile.value;
+  if (caFile !== undefined) {
+    try {
+      const pem = await Deno.readTextFile(caFile);
+      if (!pem.includes("-----BEGIN CERTIFICATE-----")) {
+        throw new TypeError(`"${caFile}" holds no PEM certificate`);
+      }
+      out.caCerts = [pem];
+    } catch (e) {
+      problems.push({ variable: "PEER_CA_FILE", message: errorText(e) });
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return out;
 }
 
 /**
@@ -60,6 +102,7 @@ export async function runRelay(config: RelayConfig, io: RunRelayIo = {}): Promis
     verifier = await createVerifier(source);
     log(`relay: credentials checked against ${source.location}`);
   }
+  const mesh = await readMeshFiles(config);
   const sig = io.shutdown ? undefined : signals();
   try {
     const relay = await startRelay({
@@ -71,6 +114,15 @@ export async function runRelay(config: RelayConfig, io: RunRelayIo = {}): Promis
       corsAllowedOrigins: config.corsAllowedOrigins.value,
       verifier,
       log,
+      peers: config.mesh.peers.value,
+      name: config.mesh.name.value,
+      ...(mesh.signer
+        ? { peerCredential: peerCredentials(mesh.signer, config.mesh.name.value) }
+        : {}),
+      ...(mesh.caCerts ? { peerCaCerts: mesh.caCerts } : {}),
+      ...(config.mesh.goawayRedirectUri.value
+        ? { goawayUri: config.mesh.goawayRedirectUri.value }
+        : {}),
     });
     const gc = config.gc;
     log(
@@ -79,6 +131,10 @@ export async function runRelay(config: RelayConfig, io: RunRelayIo = {}): Promis
         `${
           gc.semiSpace.mb === undefined ? "V8 default" : `${gc.semiSpace.mb} MiB`
         } [${gc.semiSpace.source}]`,
+    );
+    log(
+      `relay: mesh: name ${config.mesh.name.value}, hop id ${relay.hopId}, peers ` +
+        `${config.mesh.peers.display}${mesh.signer ? " (signed peer credentials)" : ""}`,
     );
     const why = await (io.shutdown ?? sig!.promise);
     log(`relay: stopping (${typeof why === "string" ? why : "shutdown"}): GOAWAY sent, draining`);

@@ -114,7 +114,14 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
   });
   if (options.verifier === undefined) {
     log(
-      "relay: WARNING: SLUICE_AUTH_KEYS is not set; every session is admitted without a credential",
+      "relay: WARNING: SLUICE_AUTH_KEYS is not set; every session is admitted without a " +
+        "credential, and any session whose URL says peer is taken for one: peers are unauthenticated",
+    );
+  }
+  if ((options.peers?.length ?? 0) > 0 && options.peerCredential === undefined) {
+    log(
+      "relay: WARNING: RELAY_PEER_KEY is not set; PEERS are dialed without a credential " +
+        "(only relays with auth off admit them)",
     );
   }
   const hopId = options.hopId ?? randomHopId();

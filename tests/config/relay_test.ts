@@ -110,3 +110,59 @@ Deno.test("every bad relay variable is named in one error", () => {
     },
   );
 });
+
+Deno.test("mesh settings: PEERS entries, the relay's name, the GOAWAY redirect", () => {
+  const c = loadRelayConfig({
+    PEERS: "relay-a.example:4433, 10.0.0.7:4433,[::1]:5000, relay-a.example:4433,",
+    RELAY_NAME: "edge-1",
+    PEER_CA_FILE: "/etc/sluice/peers.pem",
+    GOAWAY_REDIRECT_URI: "moqt://relay-b.example:4433/",
+  });
+  assert.deepEqual(c.mesh.peers.value, [
+    { host: "relay-a.example", port: 4433 },
+    { host: "10.0.0.7", port: 4433 },
+    { host: "::1", port: 5000 },
+  ]);
+  assert.equal(c.mesh.peers.display, "relay-a.example:4433,10.0.0.7:4433,[::1]:5000");
+  assert.equal(c.mesh.name.value, "edge-1");
+  assert.equal(c.mesh.peerCaFile.value, "/etc/sluice/peers.pem");
+  assert.equal(c.mesh.goawayRedirectUri.value, "moqt://relay-b.example:4433/");
+  const d = loadRelayConfig({});
+  assert.deepEqual(d.mesh.peers.value, []);
+  assert.match(d.mesh.name.value, /^relay(-.+)?$/);
+  assert.equal(d.mesh.goawayRedirectUri.value, undefined);
+});
+
+Deno.test("mesh settings that cannot work are refused, naming the variables", () => {
+  const refused = (env: Record<string, string>, variable: string, text: RegExp) => {
+    assert.throws(() => loadRelayConfig(env), (e: unknown) => {
+      assert.ok(e instanceof ConfigError);
+      const problem = e.details.find((d) => d.variable === variable);
+      assert.ok(problem, e.message);
+      assert.match(problem.message, text);
+      return true;
+    });
+  };
+  refused({ PEERS: "relay-b" }, "PEERS", /"relay-b" is not host:port/);
+  refused({ PEERS: "relay-b:0" }, "PEERS", /port 1\.\.65535/);
+  refused({ RELAY_NAME: "has space" }, "RELAY_NAME", /"has space"/);
+  refused(
+    { GOAWAY_REDIRECT_URI: "wss://b:443/" },
+    "GOAWAY_REDIRECT_URI",
+    /moqt:\/\/ or https:\/\//,
+  );
+  refused({ GOAWAY_REDIRECT_URI: "b:4433" }, "GOAWAY_REDIRECT_URI", /"b:4433"/);
+  // Credentials on, peers to dial, nothing to sign the peer credential with.
+  refused(
+    { PEERS: "relay-b:4433", SLUICE_AUTH_KEYS: "/etc/keys.json" },
+    "RELAY_PEER_KEY",
+    /PEERS.*SLUICE_AUTH_KEYS/,
+  );
+  // Every problem is reported at once.
+  assert.throws(
+    () => loadRelayConfig({ PEERS: "x", RELAY_NAME: "a b", GROUP_CACHE_SIZE: "0" }),
+    (e: unknown) => e instanceof ConfigError && e.details.length === 3,
+  );
+  // Auth off: peering without a key is allowed (with a warning at start).
+  assert.equal(loadRelayConfig({ PEERS: "relay-b:4433" }).mesh.peerKey.value, undefined);
+});

@@ -8,3 +8,21 @@ export async function until(cond: () => boolean | Promise<boolean>, what: string
   }
   throw new Error(`Timed out waiting for ${what}`);
 }
+
+/** Settles like `promise`, or throws naming `what` after `ms` (a test never hangs on it). */
+export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`Timed out after ${ms} ms waiting for ${what}`)),
+          ms,
+        );
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

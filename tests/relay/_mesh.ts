@@ -1,0 +1,126 @@
+// Relay processes for the mesh tests: `deno run -A src/cli.ts relay` itself,
+// on a free port with the test certificate (which the relays also trust for
+// their peers), signalled directly.
+import assert from "node:assert/strict";
+import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
+import { type CertificateFiles, testCertificate, testCertificateFiles } from "../support/certs.ts";
+import { type RelayProcess, spawnRelay } from "../support/relay_process.ts";
+import { until } from "../support/wait.ts";
+import { families, sampleValue } from "../metrics/exposition.ts";
+
+/** A relay process of the mesh under test. */
+export interface MeshRelay {
+  readonly name: string;
+  readonly port: number;
+  /** `127.0.0.1:<port>`, as peers see it in `source`. */
+  readonly address: string;
+  readonly process: RelayProcess;
+  /** GETs an HTTP path of the relay. */
+  get(path: string): Promise<Response>;
+  /** The /routes paths. */
+  routes(): Promise<RoutePath[]>;
+  /** One sample of a metric (without the `sluice_relay_` prefix), 0 when absent. */
+  metric(name: string, labels?: Record<string, string>): Promise<number>;
+  /** Sends `signal` to the relay process and waits for it to exit; returns its exit code. */
+  stop(signal?: Deno.Signal): Promise<number>;
+}
+
+/** One entry of /routes `paths`. */
+export interface RoutePath {
+  readonly path: string;
+  readonly hops: number;
+  readonly source: string;
+  readonly rtt_ms: number;
+  readonly bitrate_bps: number;
+  readonly active: boolean;
+}
+
+/** The shared certificate files of one test (remove `dir` at the end). */
+export function meshCertificate(): Promise<CertificateFiles> {
+  return testCertificateFiles();
+}
+
+/**
+ * Starts a relay process named `name` that dials `peers` (ports on
+ * 127.0.0.1, or `host:port` text), with extra environment `env`.
+ */
+export async function startMeshRelay(
+  name: string,
+  files: CertificateFiles,
+  peers: (MeshRelay | string | number)[] = [],
+  env: Record<string, string> = {},
+  port = freeUdpTcpPort(),
+): Promise<MeshRelay> {
+  const peerList = peers.map((p) =>
+    typeof p === "string" ? p : `127.0.0.1:${typeof p === "number" ? p : p.port}`
+  );
+  const process = spawnRelay({
+    RELAY_ADDR: `127.0.0.1:${port}`,
+    CERT_FILE: files.cert,
+    KEY_FILE: files.key,
+    PEER_CA_FILE: files.cert,
+    RELAY_NAME: name,
+    GROUP_CACHE_SIZE: "32",
+    ...(peerList.length ? { PEERS: peerList.join(",") } : {}),
+    ...env,
+  });
+  let exited = false;
+  process.child.status.then(() => (exited = true));
+  await until(
+    () => process.lines.some((l) => l.includes("relay: listening")) || exited,
+    `relay ${name} to listen`,
+  );
+  assert.ok(process.lines.some((l) => l.includes("relay: listening")), process.lines.join("\n"));
+  const http = Deno.createHttpClient({ caCerts: [(await testCertificate()).certPem] });
+  const get = (path: string) => fetch(`https://localhost:${port}${path}`, { client: http });
+  return {
+    name,
+    port,
+    address: `127.0.0.1:${port}`,
+    process,
+    get,
+    routes: async () => (await (await get("/routes")).json()).paths as RoutePath[],
+    metric: async (metric, labels = {}) =>
+      sampleValue(
+        families(await (await get("/metrics")).text()),
+        `sluice_relay_${metric}`,
+        labels,
+      ) ??
+        0,
+    stop: async (signal: Deno.Signal = "SIGTERM") => {
+      try {
+        process.child.kill(signal);
+      } catch {
+        // already gone
+      }
+      const status = await process.child.status;
+      await process.done;
+      try {
+        http.close();
+      } catch {
+        // closed by an earlier stop
+      }
+      return status.code;
+    },
+  };
+}
+
+/** Stops every relay (SIGKILL: the test is over) and removes the certificate files. */
+export async function stopMesh(relays: (MeshRelay | undefined)[], files: CertificateFiles) {
+  for (const r of relays) await r?.stop("SIGKILL").catch(() => {});
+  await Deno.remove(files.dir, { recursive: true });
+}
+
+/** Waits until `relay` has a route for `path` that satisfies `check`. */
+export async function routeOf(
+  relay: MeshRelay,
+  path: string,
+  check: (r: RoutePath) => boolean = () => true,
+): Promise<RoutePath> {
+  let found: RoutePath | undefined;
+  await until(async () => {
+    found = (await relay.routes()).find((r) => r.path === path && check(r));
+    return found !== undefined;
+  }, `a route for ${path} on ${relay.name}`);
+  return found!;
+}
