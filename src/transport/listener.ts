@@ -113,6 +113,12 @@ export function listen(options: ListenOptions): Promise<Listener> {
   };
 
   const handle = async (incoming: Deno.QuicIncoming): Promise<void> => {
+    // Deno 2.9 panics (quinn-proto endpoint.rs unwrap) when a connection is accepted after
+    // listener.stop(): one that arrives while stopping is refused, never accepted.
+    if (stopped) {
+      incoming.refuse();
+      return;
+    }
     let conn: Deno.QuicConn;
     try {
       conn = await incoming.accept();

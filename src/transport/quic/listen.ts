@@ -84,6 +84,11 @@ export function listenQuic(options: ListenQuicOptions): QuicSessionListener {
             // The listener was stopped: stop accepting.
             break;
           }
+          // Deno 2.9 panics when a connection is accepted after listener.stop().
+          if (stopped) {
+            incoming.refuse();
+            break;
+          }
           try {
             Promise.resolve(incoming.accept<false>()).then((conn: Deno.QuicConn) => {
               ready.push(quicSession(conn));
