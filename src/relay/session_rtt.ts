@@ -34,3 +34,18 @@ export async function pingRtt(
 export function smoothRtt(previous: number | undefined, sample: number): number {
   return previous === undefined ? sample : previous * 7 / 8 + sample / 8;
 }
+
+/**
+ * The first RTT of a fresh session, for route election: the smaller of two
+ * pings, since the very first request on a session also pays for opening
+ * streams and warming code paths. Undefined when the peer did not answer.
+ */
+export async function firstRtt(
+  moq: MoqSession,
+  now: () => number,
+): Promise<number | undefined> {
+  const a = await pingRtt(moq, now);
+  if (a === undefined) return undefined;
+  const b = await pingRtt(moq, now);
+  return b === undefined ? a : Math.min(a, b);
+}

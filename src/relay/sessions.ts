@@ -17,7 +17,7 @@ import type { UpstreamTrack } from "./distributor.ts";
 import { type RelayCore, SubscribeError } from "./relay_core.ts";
 import type { RelayMetrics } from "./relay_metrics.ts";
 import type { Announcement as RouteAnnouncement, RouteChange } from "./route_table.ts";
-import { pingRtt, RTT_PING_PATH, smoothRtt } from "./session_rtt.ts";
+import { firstRtt, pingRtt, RTT_PING_PATH, smoothRtt } from "./session_rtt.ts";
 
 /** Groups an upstream subscription may hold before the distributor's loop takes them. */
 const UPSTREAM_QUEUE_LIMIT = 1024;
@@ -244,7 +244,7 @@ export class RelaySessions {
       throw new MoqError("closed", "The relay is stopping");
     }
     const moq = await connect(session, this.#moqOptions(() => DIALED_PEER));
-    const first = await pingRtt(moq, this.#opts.now);
+    const first = await firstRtt(moq, this.#opts.now);
     if (moq.isClosed || first === undefined) {
       const info = await moq.closed.catch(() => undefined);
       moq.close(0, "no answer");
@@ -299,7 +299,7 @@ export class RelaySessions {
       : undefined;
     // A peer's routes are elected on arrival, so its RTT is measured before its announcements.
     const firstPing = peer && how.rtt === undefined
-      ? pingRtt(moq, o.now).then((s) => s !== undefined && this.#sample(live, s))
+      ? firstRtt(moq, o.now).then((s) => s !== undefined && this.#sample(live, s))
       : Promise.resolve();
     const stopPing = this.#startPing(live);
     // A credential that cannot publish never yields a route: skip asking that session for

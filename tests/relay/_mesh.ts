@@ -106,7 +106,10 @@ export async function startMeshRelay(
 }
 
 /** Stops every relay (SIGKILL: the test is over) and removes the certificate files. */
-export async function stopMesh(relays: (MeshRelay | undefined)[], files: CertificateFiles) {
+export async function stopMesh(
+  relays: (MeshRelay | undefined)[],
+  files: CertificateFiles,
+): Promise<void> {
   for (const r of relays) await r?.stop("SIGKILL").catch(() => {});
   await Deno.remove(files.dir, { recursive: true });
 }

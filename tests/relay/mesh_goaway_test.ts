@@ -1,0 +1,138 @@
+// SIGTERM on a relay process: GOAWAY reaches its peers and its funnel, with
+// and without a redirect. With one, the funnel moves there before leaving, so
+// a subscriber on a peer relay keeps its subscription and gets every record
+// once, in order.
+import assert from "node:assert/strict";
+import type { Logger } from "../../src/log/mod.ts";
+import { testCertificateFiles } from "../support/certs.ts";
+import { dialOurs, seeAnnounced } from "../support/moq.ts";
+import { until, within } from "../support/wait.ts";
+import { post, startLiveFunnel } from "../funnel/live_helpers.ts";
+import { type MeshRelay, routeOf, startMeshRelay, stopMesh } from "./_mesh.ts";
+
+const dec = new TextDecoder();
+
+function recordingLog(lines: string[]) {
+  return {
+    error: (m: string) => lines.push(`error ${m}`),
+    warn: (m: string) => lines.push(`warn ${m}`),
+    info: (m: string) => lines.push(`info ${m}`),
+    debug: () => {},
+  } satisfies Logger;
+}
+
+Deno.test("SIGTERM with GOAWAY_REDIRECT_URI: the funnel and the peer move to the redirect, no record lost", async () => {
+  const files = await testCertificateFiles();
+  const relays: MeshRelay[] = [];
+  let funnel: AsyncDisposable | undefined;
+  try {
+    const w = await startMeshRelay("w", files);
+    const x = await startMeshRelay("x", files, [], {
+      GOAWAY_REDIRECT_URI: `moqt://localhost:${w.port}/`,
+    });
+    const y = await startMeshRelay("y", files, [x]);
+    relays.push(w, x, y);
+    const logs: string[] = [];
+    const f = await startLiveFunnel({
+      RELAY_URL: `moqt://localhost:${x.port}/`,
+      RELAY_CA_FILE: files.cert,
+      FUNNEL_SERVE_ADDR: "none",
+    }, { log: recordingLog(logs) });
+    funnel = f;
+    let n = 0;
+    const postNext = async () =>
+      assert.equal((await post(f.base, "room/1/chat", String(n++))).status, 201);
+    await postNext();
+    await routeOf(y, "/room/1", (r) => r.source === x.address);
+
+    const sub = await dialOurs(y.port);
+    await seeAnnounced(sub, "room/1");
+    const s = sub.subscribe("room/1", "chat");
+    await s.ready;
+    const it = s[Symbol.asyncIterator]();
+    let posting = true;
+    const poster = (async () => {
+      while (posting) {
+        await postNext();
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    const got: number[] = [];
+    const read = async (upTo: number) => {
+      while (got.at(-1) === undefined || got.at(-1)! < upTo) {
+        const r = await within(it.next(), 10_000, `the record after ${got.at(-1)}`);
+        assert.ok(!r.done, "the subscription ended");
+        got.push(JSON.parse(dec.decode(r.value.frames[0])).payload);
+      }
+    };
+    await read(3);
+
+    const started = Date.now();
+    assert.equal(await x.stop("SIGTERM"), 0);
+    assert.ok(Date.now() - started < 8000, "every session left well before the 10 s drain ended");
+    assert.ok(x.process.lines.some((l) => l.includes("stopping (SIGTERM): GOAWAY sent")));
+    assert.ok(!x.process.lines.some((l) => l.includes("still open")), x.process.lines.join("\n"));
+    await routeOf(y, "/room/1", (r) => r.source === w.address);
+    assert.equal(await y.metric("peer_goaway_received_total", { redirect: "true" }), 1);
+    assert.ok(
+      logs.some((l) => /^warn Relay .*: GOAWAY to moqt:\/\/localhost:\d+\/$/.test(l)),
+      logs.join("\n"),
+    );
+    await read(n + 5);
+    posting = false;
+    await poster;
+    const expected = Array.from({ length: got.at(-1)! - got[0]! + 1 }, (_, i) => got[0]! + i);
+    assert.deepEqual(got, expected, "every record once, in order, across the move");
+    assert.equal(await y.metric("subscriber_skips_total"), 0);
+    assert.equal(
+      await w.metric("sessions_total", { transport: "quic", class: "client" }),
+      1,
+      "the funnel",
+    );
+    sub.close();
+  } catch (e) {
+    for (const r of relays) console.error(`--- ${r.name}\n${r.process.lines.join("\n")}`);
+    throw e;
+  } finally {
+    await funnel?.[Symbol.asyncDispose]();
+    await stopMesh(relays, files);
+  }
+});
+
+Deno.test("SIGTERM without a redirect: peers and the funnel see GOAWAY and leave, the relay exits at once", async () => {
+  const files = await testCertificateFiles();
+  const relays: MeshRelay[] = [];
+  let funnel: AsyncDisposable | undefined;
+  try {
+    const x = await startMeshRelay("x", files);
+    const y = await startMeshRelay("y", files, [x]);
+    relays.push(x, y);
+    const logs: string[] = [];
+    const f = await startLiveFunnel({
+      RELAY_URL: `moqt://localhost:${x.port}/`,
+      RELAY_CA_FILE: files.cert,
+      FUNNEL_SERVE_ADDR: "none",
+    }, { log: recordingLog(logs) });
+    funnel = f;
+    assert.equal((await post(f.base, "room/1/chat", "1")).status, 201);
+    await routeOf(y, "/room/1", (r) => r.source === x.address);
+    const started = Date.now();
+    assert.equal(await x.stop("SIGTERM"), 0);
+    assert.ok(Date.now() - started < 8000, "the funnel and the peer left before the drain ended");
+    assert.ok(!x.process.lines.some((l) => l.includes("still open")), x.process.lines.join("\n"));
+    assert.equal(await y.metric("peer_goaway_received_total", { redirect: "false" }), 1);
+    assert.ok(logs.some((l) => /^warn Relay .*: GOAWAY$/.test(l)), logs.join("\n"));
+    await until(() => f.funnel.live.relay!.state === "reconnecting", "the funnel to redial");
+    await until(async () => (await y.routes()).length === 0, "y's route to end");
+    assert.ok(
+      y.process.lines.some((l) => l.includes("sent GOAWAY") && l.includes("(127.0.0.1:")),
+      y.process.lines.join("\n"),
+    );
+  } catch (e) {
+    for (const r of relays) console.error(`--- ${r.name}\n${r.process.lines.join("\n")}`);
+    throw e;
+  } finally {
+    await funnel?.[Symbol.asyncDispose]();
+    await stopMesh(relays, files);
+  }
+});
