@@ -49,3 +49,30 @@ export async function firstRtt(
   const b = await pingRtt(moq, now);
   return b === undefined ? a : Math.min(a, b);
 }
+
+/**
+ * Pings `moq` every `everyMs` (the first after `firstMs`) and hands each
+ * sample to `onSample`; returns the function that stops it. A ping that
+ * fails (the session is ending) just yields no sample.
+ */
+export function startPing(
+  moq: MoqSession,
+  everyMs: number,
+  firstMs: number,
+  now: () => number,
+  onSample: (ms: number) => void,
+): () => void {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = false;
+  const tick = async () => {
+    const sample = await pingRtt(moq, now).catch(() => undefined);
+    if (stopped) return;
+    if (sample !== undefined) onSample(sample);
+    timer = setTimeout(tick, everyMs);
+  };
+  timer = setTimeout(tick, firstMs);
+  return () => {
+    stopped = true;
+    if (timer !== undefined) clearTimeout(timer);
+  };
+}

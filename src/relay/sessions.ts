@@ -13,14 +13,11 @@ import {
 } from "../moq/mod.ts";
 import type { Session, SessionCloseInfo } from "../transport/mod.ts";
 import { type Admission, admitSession, allowed, DIALED_PEER, PEER_PARAMETER } from "./admission.ts";
-import type { UpstreamTrack } from "./distributor.ts";
 import { type RelayCore, SubscribeError } from "./relay_core.ts";
 import type { RelayMetrics } from "./relay_metrics.ts";
 import type { Announcement as RouteAnnouncement, RouteChange } from "./route_table.ts";
-import { firstRtt, pingRtt, RTT_PING_PATH, smoothRtt } from "./session_rtt.ts";
-
-/** Groups an upstream subscription may hold before the distributor's loop takes them. */
-const UPSTREAM_QUEUE_LIMIT = 1024;
+import { leaveWhenUnused, type LiveSession, watchAnnouncements } from "./session_routes.ts";
+import { firstRtt, RTT_PING_PATH, smoothRtt, startPing } from "./session_rtt.ts";
 
 /** Options of {@link RelaySessions}. */
 export interface RelaySessionsOptions {
@@ -77,17 +74,6 @@ export class SelfDialError extends Error {
   }
 }
 
-interface Live {
-  readonly moq: MoqSession;
-  readonly remote: string;
-  readonly peer: boolean;
-  /** The peer sent GOAWAY: its routes lose every election and it is left once unused. */
-  draining: boolean;
-  srtt: number | undefined;
-  lastBytes: number;
-  lastAt: number;
-}
-
 /**
  * The relay's session layer: admits each moq session by its credential (a
  * client, or a peer relay), runs the sessions it dials to its peers, turns
@@ -99,7 +85,7 @@ export class RelaySessions {
   /** The relay's announcements (every selected route), shared by all sessions. */
   readonly announcer: Announcer = new Announcer();
   readonly #opts: RelaySessionsOptions;
-  readonly #live = new Set<Live>();
+  readonly #live = new Set<LiveSession>();
   readonly #tasks = new Set<Promise<unknown>>();
   readonly #announced = new Map<string, Announcement>();
   readonly #unwatch: () => void;
@@ -273,7 +259,7 @@ export class RelaySessions {
     const peer = admission.peer;
     const labels = { transport: moq.transport.transport, class: peer ? "peer" : "client" };
     m.sessionsTotal.inc(labels);
-    const live: Live = {
+    const live: LiveSession = {
       moq,
       remote: moq.remote,
       peer,
@@ -285,7 +271,20 @@ export class RelaySessions {
     if (how.rtt !== undefined) this.#sample(live, how.rtt);
     this.#live.add(live);
     const routes = new Map<string, RouteAnnouncement>();
-    if (peer) moq.goaway.then((uri) => this.#peerGoaway(live, routes, how, uri));
+    if (peer) {
+      moq.goaway.then((uri) => {
+        if (moq.isClosed) return;
+        o.metrics.peerGoawayReceivedTotal.inc({ redirect: uri ? "true" : "false" });
+        o.log(`relay: peer ${how.name} (${moq.remote}) sent GOAWAY${uri ? ` naming ${uri}` : ""}`);
+        leaveWhenUnused(
+          live,
+          routes,
+          o.core.routes,
+          (why) => o.log(`relay: leaving peer ${how.name}: ${why}`),
+        );
+        o.onPeerGoaway?.({ moq, peer: how.name, dialed: how.dialed, uri });
+      });
+    }
     // The session lives no longer than its credential (spec: "the relay session
     // ends when it does"); the publisher is expected to redial with a fresh one.
     let expired = false;
@@ -301,13 +300,22 @@ export class RelaySessions {
     const firstPing = peer && how.rtt === undefined
       ? firstRtt(moq, o.now).then((s) => s !== undefined && this.#sample(live, s))
       : Promise.resolve();
-    const stopPing = this.#startPing(live);
+    const every = o.rttIntervalMs ?? 10_000;
+    const stopPing = every > 0
+      ? startPing(
+        moq,
+        every,
+        live.srtt === undefined ? 0 : every,
+        o.now,
+        (x) => this.#sample(live, x),
+      )
+      : () => {};
     // A credential that cannot publish never yields a route: skip asking that session for
     // announcements (each open control stream holds a read buffer in the transport).
     const mayPublish = admission.grant === undefined || peer ||
       admission.grant.scopes.some((sc) => sc.actions.includes("publish"));
     const watching = mayPublish
-      ? firstPing.then(() => this.#watchAnnouncements(live, routes))
+      ? firstPing.then(() => watchAnnouncements(live, routes, o.core.routes, o.log))
       : Promise.resolve();
     const info = await moq.closed;
     clearTimeout(lease);
@@ -335,122 +343,11 @@ export class RelaySessions {
     return info;
   }
 
-  /**
-   * A peer is going away. Its routes step down to retained alternates now,
-   * and it is left as soon as no selected route runs through it (a redirect
-   * the peer named, dialed by `onPeerGoaway`, usually takes over the rest),
-   * or when it closes the session at the end of its drain.
-   */
-  #peerGoaway(
-    live: Live,
-    routes: Map<string, RouteAnnouncement>,
-    how: { dialed: boolean; name: string },
-    uri: string,
-  ): void {
-    const o = this.#opts;
-    const moq = live.moq;
-    if (moq.isClosed) return;
-    o.metrics.peerGoawayReceivedTotal.inc({ redirect: uri ? "true" : "false" });
-    o.log(`relay: peer ${how.name} (${moq.remote}) sent GOAWAY${uri ? ` naming ${uri}` : ""}`);
-    live.draining = true;
-    for (const r of routes.values()) r.stepDown();
-    o.onPeerGoaway?.({ moq, peer: how.name, dialed: how.dialed, uri });
-    const leaveIfUnused = (): void => {
-      if (moq.isClosed || [...routes.values()].some((r) => r.active)) return;
-      o.log(`relay: leaving peer ${how.name}: no route runs through it any more`);
-      moq.close(0, "goaway");
-    };
-    const unwatch = o.core.routes.onChange(leaveIfUnused);
-    moq.closed.then(unwatch);
-    leaveIfUnused();
-  }
-
-  /** Turns the session's announcements into candidate routes for as long as it lives. */
-  async #watchAnnouncements(live: Live, routes: Map<string, RouteAnnouncement>): Promise<void> {
-    const core = this.#opts.core;
-    const { moq, peer } = live;
-    try {
-      for await (const e of moq.announced("")) {
-        const held = routes.get(e.path);
-        if (!e.active) {
-          held?.end();
-          routes.delete(e.path);
-          continue;
-        }
-        // The full hop list holds the publisher's own id, then one id per relay: a
-        // publisher connected here is 0 hops away, a peer's broadcast at least 1.
-        const hops = Math.max(peer ? 1 : 0, e.hops.length - 1);
-        if (held) {
-          held.update(hops, e.hops); // a restart: the same broadcast on a new path upstream
-          continue;
-        }
-        routes.set(
-          e.path,
-          core.routes.announce(e.path, {
-            remote: moq.remote,
-            hops,
-            hopIds: e.hops,
-            subscribe: (track, options) => this.#upstream(moq, e.path, track, options?.start),
-            rttMs: () => live.srtt,
-            alive: () => !moq.isClosed && !live.draining,
-          }),
-        );
-      }
-    } catch (e) {
-      if (!moq.isClosed) this.#opts.log(`relay: announcements of ${moq.remote} failed: ${e}`);
-    }
-  }
-
-  async #upstream(
-    moq: MoqSession,
-    path: string,
-    track: string,
-    start: number | undefined,
-  ): Promise<UpstreamTrack> {
-    // The distributor takes every group at once, so this queue only ever holds one
-    // burst (groups retransmitted on a lossy link land together); never drop from it.
-    const sub = moq.subscribe(path, track, {
-      queueLimit: UPSTREAM_QUEUE_LIMIT,
-      ...(start === undefined ? {} : { start }),
-    });
-    try {
-      await sub.ready;
-    } catch (e) {
-      sub.close();
-      throw e;
-    }
-    return {
-      groups: sub,
-      close: () => sub.close(),
-      inflight: () => sub.receiving,
-      startGroup: () => sub.startGroup,
-    };
-  }
-
-  #sample(live: Live, sample: number): void {
+  #sample(live: LiveSession, sample: number): void {
     const m = this.#opts.metrics;
     live.srtt = smoothRtt(live.srtt, sample);
     m.sessionRttMs.set({ remote: live.remote }, Math.round(live.srtt * 1000) / 1000);
     m.sessionRttSeconds.observe({ remote: live.remote }, sample / 1000);
-  }
-
-  #startPing(live: Live): () => void {
-    const every = this.#opts.rttIntervalMs ?? 10_000;
-    if (every <= 0) return () => {};
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let stopped = false;
-    const tick = async () => {
-      // A ping that fails (the session is ending) just yields no sample.
-      const sample = await pingRtt(live.moq, this.#opts.now).catch(() => undefined);
-      if (stopped) return;
-      if (sample !== undefined) this.#sample(live, sample);
-      timer = setTimeout(tick, every);
-    };
-    timer = setTimeout(tick, live.srtt === undefined ? 0 : every);
-    return () => {
-      stopped = true;
-      if (timer !== undefined) clearTimeout(timer);
-    };
   }
 
   /**

@@ -127,3 +127,9 @@ export async function routeOf(
   }, `a route for ${path} on ${relay.name}`);
   return found!;
 }
+
+/** Waits until the relay has logged a line matching `pattern` (its output arrives asynchronously). */
+export async function logged(relay: MeshRelay, pattern: RegExp | string): Promise<void> {
+  const test = (l: string) => typeof pattern === "string" ? l.includes(pattern) : pattern.test(l);
+  await until(() => relay.process.lines.some(test), `${relay.name} to log ${pattern}`);
+}
