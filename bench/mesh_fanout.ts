@@ -29,6 +29,7 @@ const PATH = "bench/fanout";
 interface Result {
   layout: string;
   held: number;
+  failed: number;
   groupsPerSecond: number;
   expectedPerSecond: number;
   loss: number;
@@ -50,11 +51,14 @@ async function run(layout: "one relay" | "two meshed relays"): Promise<Result> {
     });
     publisher.announce(PATH);
     let seq = 0;
-    const timer = setInterval(() => {
+    const send = () => {
       const payload = new Uint8Array(size);
       new DataView(payload.buffer).setFloat64(0, wallNow());
       track.writeGroup(++seq, payload);
-    }, 1000 / rate);
+    };
+    // One group a second while subscribers connect (each new one starts at the latest), the full
+    // rate once all are set up.
+    let timer = setInterval(send, 1000);
     if (second) {
       await waitFor(
         async () => (await second.metrics()).includes("broadcasts_active 1"),
@@ -79,12 +83,19 @@ async function run(layout: "one relay" | "two meshed relays"): Promise<Result> {
       });
       workers.push(w);
     }
-    const held = () =>
+    const count = (field: "held" | "failed") =>
       reports.reduce((s, r) => {
         const last = r.findLast((m) => m.type === "report");
-        return s + (last && last.type === "report" ? last.held : 0);
+        return s + (last && last.type === "report" ? last[field] : 0);
       }, 0);
-    await waitFor(() => held() >= subscribers, `${subscribers} subscribers`, 120_000);
+    const held = () => count("held");
+    await waitFor(
+      () => held() + count("failed") >= subscribers,
+      `${subscribers} subscribers to be set up`,
+      300_000,
+    );
+    clearInterval(timer);
+    timer = setInterval(send, 1000 / rate);
     await new Promise((r) => setTimeout(r, 2000)); // settle
     const from = seq + 1;
     for (const w of workers) w.postMessage({ type: "window", from, to: undefined });
@@ -117,6 +128,7 @@ async function run(layout: "one relay" | "two meshed relays"): Promise<Result> {
     return {
       layout,
       held: held(),
+      failed: count("failed"),
       groupsPerSecond: Math.round(groups / seconds),
       expectedPerSecond: rate * subscribers,
       loss: due > 0 ? 1 - received / due : NaN,
@@ -140,7 +152,9 @@ console.log(
 for (const layout of ["one relay", "two meshed relays"] as const) {
   const r = await run(layout);
   console.log(
-    `${r.layout.padEnd(18)} held ${r.held}, delivered ${r.groupsPerSecond} groups/s of ` +
+    `${
+      r.layout.padEnd(18)
+    } held ${r.held} (${r.failed} failed), delivered ${r.groupsPerSecond} groups/s of ` +
       `${r.expectedPerSecond} due, loss ${(r.loss * 100).toFixed(1)}%, ` +
       `p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms`,
   );
