@@ -1,5 +1,5 @@
 import { errorText } from "../errors/mod.ts";
-import { TrackProducer } from "../moq/mod.ts";
+import { type GroupFetcher, type TrackInfo, TrackProducer } from "../moq/mod.ts";
 import type { RelayMetrics } from "./relay_metrics.ts";
 import type { RouteSource } from "./route_table.ts";
 
@@ -25,6 +25,8 @@ export interface UpstreamTrack {
   inflight?(): number;
   /** The first group the publisher said it delivers (lite-05 SUBSCRIBE_START), once known. */
   startGroup?(): number | undefined;
+  /** The track's properties as the publisher gave them (TRACK_INFO), passed on downstream. */
+  readonly info?: TrackInfo | undefined;
 }
 
 /** Options of a {@link TrackDistributor}. */
@@ -248,6 +250,7 @@ export class TrackDistributor {
       this.#opts.onBytes?.(feed.source, bytes);
       // A late group (retransmitted after newer ones) is taken too; a duplicate is refused,
       // which is also what keeps the old and the new upstream of a switch from doubling up.
+      const timestamp = group.exactTimestamp ?? group.timestamp;
       this.producer.writeGroup(
         group.sequence,
         group.frames,

@@ -1,6 +1,7 @@
 import { errorText } from "../errors/mod.ts";
 import { TrackProducer } from "../moq/mod.ts";
 import { TrackDistributor, type UpstreamTrack } from "./distributor.ts";
+import { forwardFetches, upstreamFetch } from "./fetch_forward.ts";
 import type { RelayMetrics } from "./relay_metrics.ts";
 import { type RouteChange, type RouteSource, RouteTable } from "./route_table.ts";
 
@@ -17,12 +18,8 @@ export class SubscribeError extends Error {
   }
 }
 
-/**
- * What TRACK is answered with before the track has a distributor: the
- * properties every distributor advertises (the relay does not pass on the
- * publisher's), without subscribing upstream yet.
- */
-const TRACK_PROPERTIES = new TrackProducer();
+/** What TRACK is answered with when the route's source cannot tell the track's properties. */
+const DEFAULT_PROPERTIES = new TrackProducer();
 
 /** Options of {@link RelayCore}. */
 export interface RelayCoreOptions {
@@ -55,6 +52,7 @@ export class RelayCore {
   readonly routes: RouteTable;
   readonly #distributors = new Map<string, TrackDistributor>();
   readonly #pending = new Map<string, Promise<TrackDistributor>>();
+  readonly #asking = new Map<string, Promise<TrackProducer>>();
   readonly #opts: RelayCoreOptions;
 
   /** Creates the core and registers its live gauges with the metrics registry. */
@@ -131,7 +129,13 @@ export class RelayCore {
     if (route === undefined) {
       return fail(new SubscribeError("not_found", `No broadcast "${path}" is announced`));
     }
-    if (kind === "track") return TRACK_PROPERTIES;
+    if (kind === "track") {
+      try {
+        return await this.#properties(path, track, key, route.source);
+      } catch (e) {
+        return fail(e);
+      }
+    }
     const setup = this.#open(path, track, key, route.source, start);
     this.#pending.set(key, setup);
     try {
@@ -141,6 +145,30 @@ export class RelayCore {
     } finally {
       this.#pending.delete(key);
     }
+  }
+
+  /**
+   * The track's properties for a TRACK that precedes the first SUBSCRIBE:
+   * asked of the route's source (one request for concurrent askers), so the
+   * publisher's timescale passes through, without subscribing upstream yet.
+   */
+  #properties(
+    path: string,
+    track: string,
+    key: string,
+    source: RouteSource,
+  ): Promise<TrackProducer> {
+    const asked = source.trackInfo;
+    if (!asked) return Promise.resolve(DEFAULT_PROPERTIES);
+    let pending = this.#asking.get(key);
+    if (!pending) {
+      pending = asked.call(source, track).then(
+        (info) => new TrackProducer({ ...info, cache: 1 }),
+        (e: unknown) => Promise.reject(upstreamFailure(path, track, e)),
+      ).finally(() => this.#asking.delete(key));
+      this.#asking.set(key, pending);
+    }
+    return pending;
   }
 
   // An upstream subscription through `source`, counted and timed.
@@ -158,11 +186,7 @@ export class RelayCore {
       return await source.subscribe(track, start === undefined ? {} : { start });
     } catch (e) {
       m.trackUpstreamRequestErrorsTotal.inc(labels);
-      const notFound = e instanceof Error && "kind" in e && e.kind === "not-found";
-      throw new SubscribeError(
-        notFound ? "not_found" : "upstream_error",
-        `Upstream subscription to "${path}/${track}" failed: ${errorText(e)}`,
-      );
+      throw upstreamFailure(path, track, e);
     } finally {
       m.trackUpstreamRequestDurationSeconds.observe(labels, (this.#opts.now() - started) / 1000);
     }
@@ -185,6 +209,9 @@ export class RelayCore {
       path,
       track,
       cacheSize: this.#opts.cacheSize,
+      info: upstream.info,
+      // A FETCH the ring cannot answer goes to whichever route the broadcast has then.
+      fetchMissing: forwardFetches(() => upstreamFetch(this.routes.get(path)?.source), track),
       metrics: this.#opts.metrics,
       now: this.#opts.now,
       onBytes: (from, n) => this.routes.delivered(path, from, n),
@@ -245,4 +272,13 @@ export class RelayCore {
   close(): void {
     for (const d of [...this.#distributors.values()]) d.close();
   }
+}
+
+/** What a failed upstream request means for the downstream one. */
+function upstreamFailure(path: string, track: string, e: unknown): SubscribeError {
+  const notFound = e instanceof Error && "kind" in e && e.kind === "not-found";
+  return new SubscribeError(
+    notFound ? "not_found" : "upstream_error",
+    `Upstream request for "${path}/${track}" failed: ${errorText(e)}`,
+  );
 }

@@ -1,3 +1,4 @@
+import type { TrackInfo } from "../moq/mod.ts";
 import type { RelayMetrics } from "./relay_metrics.ts";
 import type { UpstreamTrack } from "./distributor.ts";
 import type { UpstreamFetch } from "./fetch_forward.ts";
@@ -14,6 +15,10 @@ export interface RouteSource {
   readonly hopIds?: readonly bigint[];
   /** Opens an upstream subscription to one track, from group `start` when given. */
   subscribe(track: string, options?: { start?: number }): Promise<UpstreamTrack>;
+  /** Asks the source for one track's properties (lite-05 TRACK); rejects when it has no such track. */
+  trackInfo?(track: string): Promise<TrackInfo>;
+  /** Fetches one group of a track from the source (FETCHes the relay's ring cannot answer). */
+  fetch?: UpstreamFetch;
   /** Smoothed RTT of the upstream session in ms, when measured. */
   rttMs?(): number | undefined;
   /** False once the upstream session ended (default: alive). */

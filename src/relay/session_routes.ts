@@ -58,6 +58,10 @@ export async function watchAnnouncements(
           hops,
           hopIds: e.hops,
           subscribe: (track, options) => upstream(moq, e.path, track, options?.start),
+          ...(moq.version === "moq-lite-05"
+            ? { trackInfo: (track: string) => moq.trackInfo(e.path, track) }
+            : {}),
+          fetch: (track, group, options) => moq.fetch(e.path, track, group, options),
           rttMs: () => live.srtt,
           alive: () => !moq.isClosed && !live.draining,
         }),
@@ -92,6 +96,7 @@ async function upstream(
     close: () => sub.close(),
     inflight: () => sub.receiving,
     startGroup: () => sub.startGroup,
+    info: sub.info,
   };
 }
 

@@ -58,6 +58,7 @@ export async function startTestRelay(
         log: (l) => logs.push(l),
         rttIntervalMs: options.rttIntervalMs ?? 0,
         idleMs: 200,
+        orphanMs: 200,
         peerCaCerts: [c.certPem],
         ...options.extra,
       });
