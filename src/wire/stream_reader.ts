@@ -1,3 +1,4 @@
+import { concatBytes } from "./concat.ts";
 import { DecodeError } from "./decode_error.ts";
 
 /** Receives the byte count of every chunk read (for per-session counters). */
@@ -136,15 +137,25 @@ export class StreamReader {
       this.#at += n;
       return out;
     }
-    // Large runs: collect chunks once instead of re-concatenating per chunk.
-    const out = new Uint8Array(n);
+    // Large runs: keep the chunks as they arrive and join them once at the
+    // end. Allocating `n` bytes up front would let a peer that declares a
+    // large frame and sends a few bytes make us hold the declared size.
+    const parts: Uint8Array[] = [];
     let filled = 0;
     for (;;) {
       const take = Math.min(this.#available, n - filled);
-      out.set(this.#buf.subarray(this.#at, this.#at + take), filled);
+      if (take > 0) {
+        const part = this.#buf.subarray(this.#at, this.#at + take);
+        // A short read into a large BYOB buffer: copy, so a trickle of small
+        // packets does not pin a whole read buffer each.
+        parts.push(part.byteLength * 2 < part.buffer.byteLength ? part.slice() : part);
+      }
       this.#at += take;
       filled += take;
-      if (filled === n) return out;
+      if (filled === n) return parts.length === 1 ? parts[0]! : concatBytes(parts);
+      // The buffer was handed out whole; the next fill must not append to it.
+      this.#buf = EMPTY;
+      this.#at = 0;
       if (!(await this.#fill())) {
         throw new DecodeError("truncated", `Cannot read ${what}: stream ended early`);
       }
