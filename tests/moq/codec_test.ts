@@ -63,6 +63,11 @@ Deno.test("SETUP: captured bytes, round trip, duplicates, unknown ids, limits", 
   assert.deepEqual(decodeSetup(body(encodeSetup(full))), full);
   // Unknown parameter ids are ignored.
   assert.deepEqual(decodeSetup(bytes("01 09 01 00")), {});
+  // Regression (property test): parameters at their default (probe 0, role 3 = unknown,
+  // origin 0) read as absent, so the decoded SETUP re-encodes to the same meaning.
+  const defaults = decodeSetup(bytes("03 01 01 00 03 01 03 05 01 00"));
+  assert.deepEqual(defaults, {});
+  assert.deepEqual(decodeSetup(body(encodeSetup(defaults))), defaults);
   // Duplicate ids are refused.
   assertDecodeError(() => decodeSetup(bytes("02 05 01 01 05 01 02")), "invalid");
   // A varint parameter with trailing bytes is refused.

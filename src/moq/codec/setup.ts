@@ -33,7 +33,11 @@ export function encodeSetup(m: Setup): Uint8Array<ArrayBuffer> {
   return encodeMessage(body);
 }
 
-/** Decodes a SETUP body; unknown parameters are ignored, duplicates are refused. */
+/**
+ * Decodes a SETUP body; unknown parameters are ignored, duplicates are
+ * refused. A parameter sent with its default (0, or an unknown role) is
+ * left out, as if absent, so the value re-encodes to the same meaning.
+ */
 export function decodeSetup(body: Uint8Array): Setup {
   const d = new Decoder(body);
   const count = d.u53("SETUP parameter count");
@@ -56,7 +60,8 @@ export function decodeSetup(body: Uint8Array): Setup {
     }
     seen.add(id);
     if (id === SetupParameter.Probe) {
-      out.probe = Number(min(varintValue(value, "SETUP Probe"), 2n));
+      const probe = Number(min(varintValue(value, "SETUP Probe"), 2n));
+      if (probe !== 0) out.probe = probe;
     } else if (id === SetupParameter.Path) {
       try {
         const path = new TextDecoder("utf-8", { fatal: true }).decode(value);
@@ -66,9 +71,10 @@ export function decodeSetup(body: Uint8Array): Setup {
       }
     } else if (id === SetupParameter.Role) {
       const role = varintValue(value, "SETUP Role");
-      out.role = role === 1n || role === 2n ? Number(role) : 0;
+      if (role === 1n || role === 2n) out.role = Number(role);
     } else if (id === SetupParameter.Origin) {
-      out.origin = varintValue(value, "SETUP Origin");
+      const origin = varintValue(value, "SETUP Origin");
+      if (origin !== 0n) out.origin = origin;
     }
   }
   d.end("SETUP");

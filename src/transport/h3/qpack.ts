@@ -50,6 +50,10 @@ class Cursor {
     for (;;) {
       const b = this.byte();
       this.pos++;
+      // Past 32 bits the value is too large whatever follows; checking the
+      // shift too stops zero continuation bytes from running 2 ** shift to
+      // Infinity (0 * Infinity is NaN, which no comparison refuses).
+      if (shift > 28) throw new QpackError("Cannot decode field section: integer too large");
       v += (b & 0x7f) * 2 ** shift;
       shift += 7;
       if (v > 0xffffffff) throw new QpackError("Cannot decode field section: integer too large");

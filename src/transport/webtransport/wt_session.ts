@@ -6,15 +6,9 @@ import type {
   SessionCloseInfo,
   StreamOptions,
 } from "../session.ts";
-import {
-  concatBytes,
-  decodeVarint,
-  DropOldestQueue,
-  encodeVarint,
-  type StreamReader,
-} from "../../wire/mod.ts";
+import { DropOldestQueue, encodeVarint, type StreamReader } from "../../wire/mod.ts";
 import { recvStream } from "./recv_stream.ts";
-import { CapsuleType, decodeCloseCapsule, encodeCloseCapsule } from "./capsule.ts";
+import { type Capsule, CapsuleParser, encodeCloseCapsule } from "./capsule.ts";
 import { SessionClosedError } from "../errors.ts";
 import { H3Code, H3ConnectionError } from "../h3/errors.ts";
 import { fromWebTransportStreamError } from "./stream_error.ts";
@@ -22,7 +16,6 @@ import type { H3Session, SessionHost } from "../h3/session_host.ts";
 import { encodeFrame, FrameType, HTTP2_RESERVED_FRAME_TYPES, wtStreamHeader } from "../h3/frame.ts";
 
 const MAX_BUFFERED_DATAGRAMS = 256;
-const MAX_BUFFERED_CAPSULE = 4096;
 
 /**
  * One WebTransport session over HTTP/3: the CONNECT stream carries capsules;
@@ -217,10 +210,19 @@ export class WebTransportSession implements Session, H3Session {
     this.#host.sessionEnded(this.id, this.#readLoop.catch(() => {}));
   }
 
+  #onCapsule(capsule: Capsule): void {
+    if (capsule.type === "drain") {
+      this.#resolveDrain();
+    } else if (!this.#done) {
+      this.#finish({ code: capsule.code, reason: capsule.reason });
+      // Our side of the CONNECT stream ends either way; the peer may be gone.
+      this.#writer.close().catch(() => {});
+    }
+  }
+
   async #readConnectStream(): Promise<void> {
     const r = this.#reader;
-    let pending: Uint8Array = new Uint8Array(0); // capsule bytes not yet parsed
-    let skip = 0; // bytes of an ignored capsule still to drop
+    const capsules = new CapsuleParser();
     try {
       for (;;) {
         const type = await r.varint("a frame");
@@ -235,15 +237,7 @@ export class WebTransportSession implements Session, H3Session {
             const chunk = await r.chunk(left);
             if (!chunk) throw new H3ConnectionError(H3Code.FRAME_ERROR, "Truncated DATA frame");
             left -= chunk.length;
-            let data = chunk;
-            if (skip > 0) {
-              const n = Math.min(skip, data.length);
-              skip -= n;
-              data = data.subarray(n);
-            }
-            if (data.length === 0) continue;
-            pending = pending.length === 0 ? data.slice() : concatBytes([pending, data]);
-            ({ pending, skip } = this.#parseCapsules(pending));
+            for (const capsule of capsules.push(chunk)) this.#onCapsule(capsule);
           }
         } else if (
           type === FrameType.HEADERS || type === FrameType.SETTINGS || type === FrameType.GOAWAY ||
@@ -270,52 +264,6 @@ export class WebTransportSession implements Session, H3Session {
         this.#finish({ code: 0, reason: "", dropped: true });
       }
     }
-  }
-
-  #parseCapsules(buf: Uint8Array): { pending: Uint8Array; skip: number } {
-    let o = 0;
-    for (;;) {
-      const type = decodeVarint(buf, o);
-      if (!type) break;
-      const len = decodeVarint(buf, o + type.length);
-      if (!len) break;
-      const start = o + type.length + len.length;
-      if (type.value === CapsuleType.CLOSE_WEBTRANSPORT_SESSION) {
-        if (len.value > 4 + 1024 || len.value < 4) {
-          throw new H3ConnectionError(H3Code.MESSAGE_ERROR, "Malformed CLOSE_WEBTRANSPORT_SESSION");
-        }
-        if (buf.length < start + len.value) break;
-        let info: { code: number; reason: string };
-        try {
-          info = decodeCloseCapsule(buf.subarray(start, start + len.value));
-        } catch (err) {
-          throw new H3ConnectionError(H3Code.MESSAGE_ERROR, (err as Error).message);
-        }
-        if (!this.#done) {
-          this.#finish(info);
-          // Our side of the CONNECT stream ends either way; the peer may be gone.
-          this.#writer.close().catch(() => {});
-        }
-        o = start + len.value;
-      } else if (type.value === CapsuleType.DRAIN_WEBTRANSPORT_SESSION) {
-        if (buf.length < start + len.value) break;
-        this.#resolveDrain();
-        o = start + len.value;
-      } else {
-        // Unknown (e.g. GREASE) capsule: drop its value, possibly across frames.
-        const have = buf.length - start;
-        if (have >= len.value) {
-          o = start + len.value;
-        } else {
-          return { pending: new Uint8Array(0), skip: len.value - have };
-        }
-      }
-    }
-    const rest = buf.subarray(o);
-    if (rest.length > MAX_BUFFERED_CAPSULE) {
-      throw new H3ConnectionError(H3Code.EXCESSIVE_LOAD, "Capsule header too large");
-    }
-    return { pending: rest, skip: 0 };
   }
 }
 
