@@ -45,6 +45,9 @@ export function fromStored(value: unknown): LedgerEntry {
   if (!Number.isSafeInteger(v.s) || (v.s as number) < 0 || !/^\d{1,20}$/.test(v.w as string)) {
     throw new LedgerError("corrupt", "Stored entry has an invalid sequence or wallclock");
   }
+  if (!Number.isSafeInteger(v.e) || (v.e as number) < 1) {
+    throw new LedgerError("corrupt", `Stored entry has an invalid epoch "${v.e}"`);
+  }
   const entry: {
     -readonly [K in keyof LedgerEntry]: LedgerEntry[K];
   } = { epoch: v.e as number, seq: v.s as number, wallclock: BigInt(v.w as string) };

@@ -7,7 +7,9 @@ export interface GroupId {
 }
 
 const MAX_SEQ = Number.MAX_SAFE_INTEGER;
-const PATTERN = /^e(\d{1,15})-g(\d{1,15})$/;
+// 16 digits hold every safe integer (2^53-1 has 16); larger values are
+// refused by the range checks below.
+const PATTERN = /^e(\d{1,16})-g(\d{1,16})$/;
 
 /**
  * Formats a group identifier as `e%06d-g%08d`, the text clients see.
