@@ -4,20 +4,32 @@ import { concatBytes } from "../wire/mod.ts";
 /** Largest accepted request body, in bytes (decisions.md). */
 export const MAX_BODY_BYTES = 64 * 1024;
 
+/**
+ * How long a request body may take to arrive once its headers did, in ms.
+ * Deno.serve has no read timeout of its own, so a sender that trickles (or
+ * never finishes) its body would otherwise hold the request open forever.
+ */
+export const BODY_TIMEOUT_MS = 10_000;
+
 const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /**
  * Reads a request body that must be exactly one JSON value in valid UTF-8,
  * and returns its text with surrounding white space removed (the value's
  * bytes are otherwise kept exactly as posted). Throws {@link HttpProblem}
- * 413 past {@link MAX_BODY_BYTES} and 400 for anything that is not one JSON value.
+ * 413 past {@link MAX_BODY_BYTES}, 400 for anything that is not one JSON
+ * value, and 408 (with `Connection: close`) when the body takes longer than
+ * `timeoutMs` to arrive.
  */
-export async function readJsonBody(request: Request): Promise<string> {
+export async function readJsonBody(
+  request: Request,
+  timeoutMs: number = BODY_TIMEOUT_MS,
+): Promise<string> {
   const declared = request.headers.get("content-length");
   if (declared !== null && Number(declared) > MAX_BODY_BYTES) {
     throw new HttpProblem(413, `The body is larger than ${MAX_BODY_BYTES} bytes`);
   }
-  const bytes = await readCapped(request, declared !== null);
+  const bytes = await withDeadline(readCapped(request, declared !== null), timeoutMs);
   let text: string;
   try {
     text = decodeUtf8(bytes);
@@ -85,4 +97,28 @@ async function readCapped(request: Request, declared: boolean): Promise<Uint8Arr
     reader.releaseLock();
   }
   return chunks.length === 1 ? chunks[0]! : concatBytes(chunks);
+}
+
+/** `read`, or a 408 once `ms` pass first; the late read's outcome is dropped. */
+async function withDeadline<T>(read: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      // The late read's outcome no longer matters. Deno.serve gives a handler
+      // no way to close the connection (cancelling the body does not either):
+      // it closes when the client finishes or leaves; a client that honours
+      // `Connection: close` leaves at once.
+      read.catch(() => {});
+      reject(
+        new HttpProblem(408, `The body did not arrive within ${ms / 1000} s`, {
+          connection: "close",
+        }),
+      );
+    }, ms);
+  });
+  try {
+    return await Promise.race([read, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -32,6 +32,8 @@ export interface FunnelDependencies {
   readonly live?: LiveOptions;
   /** Where the funnel logs (default: the console). */
   readonly log?: Logger;
+  /** How long a POST body may take to arrive, ms (default 10 s). */
+  readonly bodyTimeoutMs?: number;
 }
 
 /** A running funnel. */
@@ -103,6 +105,7 @@ export async function startFunnel(
       cors: config.cors,
       logError: (message, error) => log.error(message, error),
       health: () => ({ ledger: backend.name }),
+      ...(deps.bodyTimeoutMs !== undefined ? { bodyTimeoutMs: deps.bodyTimeoutMs } : {}),
     });
     server = await startHttpServer(
       handler,

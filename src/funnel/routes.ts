@@ -10,7 +10,7 @@ import {
 } from "../http/mod.ts";
 import { parseTrackPath, type TrackPath } from "../ledger/mod.ts";
 import { authorize, type FunnelAction } from "./access.ts";
-import { readJsonBody } from "./body.ts";
+import { BODY_TIMEOUT_MS, readJsonBody } from "./body.ts";
 import { errorResponse } from "./error_response.ts";
 import { committedJson, DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from "./history.ts";
 import { idempotencyKeyProblem, type PostAnswer } from "./idempotency.ts";
@@ -26,6 +26,8 @@ export interface FunnelRoutesOptions {
   readonly logError?: (message: string, error: unknown) => void;
   /** Extra liveness detail for /health. */
   readonly health?: () => Record<string, unknown>;
+  /** How long a POST body may take to arrive, ms (default {@link BODY_TIMEOUT_MS}). */
+  readonly bodyTimeoutMs?: number;
 }
 
 /** Per-request bindings: the client's address, passed by the server as `app.fetch(req, { remoteAddr })`. */
@@ -153,7 +155,7 @@ function trackPoster(
       const problem = idempotencyKeyProblem(key);
       if (problem) throw new HttpProblem(400, problem);
     }
-    const payload = await readJsonBody(request);
+    const payload = await readJsonBody(request, options.bodyTimeoutMs ?? BODY_TIMEOUT_MS);
     const limitKey = sender === undefined ? `addr:${remoteAddr?.hostname ?? ""}` : `sub:${sender}`;
     const outcome = await service.post(path, { sender, limitKey }, payload, key);
     return committed(outcome, outcome.replayed ? REPLAYED : undefined);

@@ -45,3 +45,5 @@ export const silentLogger: Logger = {
   info: () => {},
   debug: () => {},
 };
+
+export { type LogRateOptions, type RateLimitedLog, rateLimitedLog } from "./rate_limit.ts";

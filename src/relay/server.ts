@@ -1,4 +1,5 @@
 import { errorStack } from "../errors/mod.ts";
+import { rateLimitedLog } from "../log/mod.ts";
 import type { Verifier } from "../auth/mod.ts";
 import {
   originPolicy,
@@ -132,7 +133,9 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
     cacheSize: options.groupCacheSize,
     hopId,
     now,
-    log,
+    // Session lines are caused by peers (refusals, malformed streams): rate-limited,
+    // so a flood of hostile sessions cannot flood the log.
+    log: rateLimitedLog(log),
     ...(options.rttIntervalMs !== undefined ? { rttIntervalMs: options.rttIntervalMs } : {}),
     onPeerGoaway: (g) => peers.goaway(g),
     onPeerAdmitted: (name) => peers.peerArrived(name),

@@ -19,7 +19,7 @@ export interface TestFunnel extends AsyncDisposable {
 /** Starts a funnel with `env` on top of a loopback ingest and no MoQ listener. */
 export async function startTestFunnel(
   env: Record<string, string> = {},
-  options: { keys?: TestKey[] } = {},
+  options: { keys?: TestKey[]; bodyTimeoutMs?: number } = {},
 ): Promise<TestFunnel> {
   const config = loadFunnelConfig({
     FUNNEL_ADDR: "127.0.0.1:0",
@@ -37,6 +37,7 @@ export async function startTestFunnel(
     ...(verifier ? { verifier } : {}),
     now: () => clock.now,
     log: silentLogger,
+    ...(options.bodyTimeoutMs !== undefined ? { bodyTimeoutMs: options.bodyTimeoutMs } : {}),
   });
   const base = `http://127.0.0.1:${funnel.addr.port}`;
   return {

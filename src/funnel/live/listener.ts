@@ -1,7 +1,7 @@
 import { errorText } from "../../errors/mod.ts";
 import type { Grant } from "../../auth/mod.ts";
 import { type OriginPolicy, webTransportAdmission } from "../../http/mod.ts";
-import type { Logger } from "../../log/mod.ts";
+import { type Logger, rateLimitedLog } from "../../log/mod.ts";
 import { accept, MoqError, type MoqSession, VERSIONS } from "../../moq/mod.ts";
 import { listen } from "../../transport/listener.ts";
 import type { Session } from "../../transport/mod.ts";
@@ -59,6 +59,10 @@ export interface LiveListener {
  */
 export async function startLiveListener(options: LiveListenerOptions): Promise<LiveListener> {
   const { publisher, verifier, log } = options;
+  // Lines caused by peers (refusals, malformed streams) are rate-limited, so
+  // hostile sessions cannot flood the log.
+  const refusedLog = rateLimitedLog((line) => log.info(line));
+  const sessionLog = rateLimitedLog((line) => log.debug(line));
   const live = new Set<MoqSession>();
   const tasks = new Set<Promise<void>>();
   let stopped = false;
@@ -79,14 +83,12 @@ export async function startLiveListener(options: LiveListenerOptions): Promise<L
             grant = await admitSubscriber(s.url, verifier);
             return true;
           } catch (error) {
-            log.info(
-              `MoQ subscriber ${s.remote} refused: ${errorText(error)}`,
-            );
+            refusedLog(`MoQ subscriber ${s.remote} refused: ${errorText(error)}`);
             return false;
           }
         },
         maxGroupQueue: options.maxGroupQueue ?? 32,
-        log: (line) => log.debug(line),
+        log: sessionLog,
       });
     } catch (error) {
       if (error instanceof MoqError) return; // refused, or never set up
