@@ -1,0 +1,171 @@
+// The well-behaved pair that must keep working while hostile peers hammer the
+// same process: on the relay a publisher and a subscriber of one track; on
+// the funnel a sender POSTing records and a subscriber of its listener.
+// Every group is checked: none missing, none late by more than a stall bound.
+import { connect, type MoqSession, TrackProducer, VERSIONS } from "../../src/moq/mod.ts";
+import { connectQuicSession } from "../../src/transport/quic.ts";
+import { connectWebTransport } from "../../src/transport/webtransport/mod.ts";
+import { HEALTHY_PATH, HEALTHY_TRACK, type Target } from "./target.ts";
+
+/** What the healthy pair saw. */
+export interface HealthyReport {
+  /** Groups (records) published. */
+  readonly published: number;
+  /** Groups received by the subscriber. */
+  readonly received: number;
+  /** Published groups the subscriber never got (counted once it is past them). */
+  readonly missing: number;
+  /** Longest time without a new group while groups were being published, ms. */
+  readonly longestGapMs: number;
+  /** Delivery latency percentiles, ms. */
+  readonly latencyMs: { readonly p50: number; readonly p99: number; readonly max: number };
+  /** Failures of the pair itself (a POST that was not 201, a session that ended). */
+  readonly errors: readonly string[];
+}
+
+/** A running healthy pair. */
+export interface HealthyPair {
+  /** Figures so far. */
+  report(): HealthyReport;
+  /** Stops publishing, waits for the last groups, and returns the final figures. */
+  stop(): Promise<HealthyReport>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function percentile(sorted: readonly number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! * 10) / 10;
+}
+
+async function dialSubscriber(target: Target, webTransport: boolean): Promise<MoqSession> {
+  const query = target.jwt.healthy ? `?jwt=${target.jwt.healthy}` : "";
+  const session = webTransport
+    ? await connectWebTransport(new URL(`https://localhost:${target.moqPort}/${query}`), {
+      protocols: VERSIONS,
+      serverCertificateHashes: [target.certSha256],
+    })
+    : await connectQuicSession(new URL(`moqt://localhost:${target.moqPort}/${query}`), {
+      alpn: VERSIONS,
+      serverCertificateHashes: [{ algorithm: "sha-256", value: target.certSha256 }],
+    });
+  return await connect(session, { log: () => {} });
+}
+
+/** Starts the pair; publishes one group every `intervalMs`. */
+export async function startHealthyPair(target: Target, intervalMs = 50): Promise<HealthyPair> {
+  const errors: string[] = [];
+  const sentAt = new Map<number, number>();
+  const latencies: number[] = [];
+  let published = 0;
+  let received = 0;
+  let missing = 0;
+  let expected = 0; // next sequence the subscriber should see
+  let lastArrival = performance.now();
+  let longestGap = 0;
+  let publisher: MoqSession | undefined;
+  let publish: (seq: number) => Promise<void>;
+
+  if (target.kind === "relay") {
+    const producer = new TrackProducer({ cache: 8 });
+    publisher = await connect(
+      await connectQuicSession(
+        new URL(`moqt://localhost:${target.moqPort}/?jwt=${target.jwt.healthy}`),
+        {
+          alpn: VERSIONS,
+          serverCertificateHashes: [{ algorithm: "sha-256", value: target.certSha256 }],
+        },
+      ),
+      {
+        serve: (r) => r.path === HEALTHY_PATH && r.track === HEALTHY_TRACK ? producer : "not-found",
+        log: () => {},
+      },
+    );
+    publisher.announce(HEALTHY_PATH);
+    publish = (seq) => {
+      producer.writeGroup(seq, new TextEncoder().encode(String(seq)));
+      return Promise.resolve();
+    };
+  } else {
+    const base = `http://127.0.0.1:${target.httpPort}/tracks/${HEALTHY_PATH}/${HEALTHY_TRACK}`;
+    const put = await fetch(base, { method: "PUT" });
+    await put.body?.cancel();
+    publish = async (seq) => {
+      const r = await fetch(base, { method: "POST", body: JSON.stringify({ seq }) });
+      await r.body?.cancel();
+      if (r.status !== 201) errors.push(`POST ${seq} answered ${r.status}`);
+    };
+  }
+
+  const subscriber = await dialSubscriber(target, target.kind === "funnel");
+  await sleep(300); // the route (relay) or the track (funnel) settles
+  const sub = subscriber.subscribe(HEALTHY_PATH, HEALTHY_TRACK);
+  await sub.ready;
+  const reading = (async () => {
+    for await (const group of sub) {
+      const now = performance.now();
+      const seq = target.kind === "relay"
+        ? Number(new TextDecoder().decode(group.frames[0]))
+        : JSON.parse(new TextDecoder().decode(group.frames[0])).payload.seq as number;
+      if (expected === 0) expected = seq; // the subscription starts at the latest group
+      if (seq > expected) missing += seq - expected;
+      if (seq >= expected) expected = seq + 1;
+      received++;
+      const t = sentAt.get(seq);
+      if (t !== undefined) latencies.push(now - t);
+      sentAt.delete(seq);
+      longestGap = Math.max(longestGap, now - lastArrival);
+      lastArrival = now;
+    }
+  })().catch((e) => errors.push(`subscriber: ${e}`));
+
+  let running = true;
+  const publishing = (async () => {
+    let seq = 0;
+    const started = performance.now();
+    while (running) {
+      seq++;
+      sentAt.set(seq, performance.now());
+      try {
+        await publish(seq);
+        published++;
+      } catch (e) {
+        errors.push(`publish ${seq}: ${e}`);
+      }
+      const next = started + seq * intervalMs;
+      await sleep(Math.max(0, next - performance.now()));
+    }
+  })();
+  lastArrival = performance.now();
+
+  const report = (final = false): HealthyReport => {
+    const sorted = [...latencies].sort((a, b) => a - b);
+    // At the end, groups published after the last one received never came either.
+    const tail = final && expected > 0 ? Math.max(0, published - (expected - 1)) : 0;
+    return {
+      published,
+      received,
+      missing: missing + tail,
+      longestGapMs: Math.round(Math.max(longestGap, running ? performance.now() - lastArrival : 0)),
+      latencyMs: {
+        p50: percentile(sorted, 0.5),
+        p99: percentile(sorted, 0.99),
+        max: percentile(sorted, 1),
+      },
+      errors: [...errors],
+    };
+  };
+  return {
+    report: () => report(),
+    stop: async () => {
+      running = false;
+      await publishing;
+      await sleep(1000);
+      const r = report(true);
+      subscriber.close(0, "done");
+      publisher?.close(0, "done");
+      await reading;
+      return r;
+    },
+  };
+}

@@ -1,0 +1,160 @@
+// A relay or funnel under test as a real child process (through the GC host,
+// so memory can be measured after a collection), with its certificate,
+// credentials and every stderr line collected.
+import { generateDevCertificate } from "../../src/certs/mod.ts";
+import { ed25519Thumbprint, signToken } from "../../src/auth/mod.ts";
+import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
+import { relayPid, rssMib } from "../loadgen/proc_stats.ts";
+
+/** Which server runs. */
+export type TargetKind = "relay" | "funnel";
+
+/** Memory of the target right after a full collection. */
+export interface GcSample {
+  /** Resident set size, MiB. */
+  readonly rssMib: number;
+  /** V8 heap in use, MiB. */
+  readonly heapMib: number;
+  /** Memory of buffers outside the V8 heap, MiB. */
+  readonly externalMib: number;
+  /** Open file descriptors (sockets, files). */
+  readonly fds: number;
+}
+
+/** A running target. */
+export interface Target {
+  readonly kind: TargetKind;
+  /** UDP port of MoQ (native QUIC and WebTransport). */
+  readonly moqPort: number;
+  /** TCP port of the funnel's HTTP API (funnel only). */
+  readonly httpPort: number;
+  readonly certPem: string;
+  readonly certSha256: Uint8Array;
+  /** Credentials: `healthy` covers the healthy pair's path, `hostile` only `fuzz/**` (relay only). */
+  readonly jwt: { readonly healthy?: string; readonly hostile?: string };
+  /** Every stderr line so far. */
+  readonly lines: string[];
+  /** Resolves with the exit code if the process ends. */
+  readonly exited: Promise<number>;
+  /** RSS now, MiB. */
+  rss(): number;
+  /** Collects garbage in the target and reports its memory. */
+  gc(): Promise<GcSample>;
+  /** Stops the process (SIGTERM) and cleans up. */
+  stop(): Promise<number>;
+}
+
+/** The broadcast the healthy pair uses. */
+export const HEALTHY_PATH = "healthy/feed";
+/** The track the healthy pair uses. */
+export const HEALTHY_TRACK = "data";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function credentials(
+  dir: string,
+): Promise<{ keys: string; healthy: string; hostile: string }> {
+  const pair = await crypto.subtle.generateKey("Ed25519", true, [
+    "sign",
+    "verify",
+  ]) as CryptoKeyPair;
+  const jwk = await crypto.subtle.exportKey("jwk", pair.privateKey);
+  const kid = await ed25519Thumbprint(jwk.x!);
+  const publicJwk = { kty: "OKP", crv: "Ed25519", x: jwk.x!, kid };
+  const keys = `${dir}/keys.json`;
+  await Deno.writeTextFile(keys, JSON.stringify({ keys: [publicJwk] }));
+  const privateJwk = { ...publicJwk, d: jwk.d! };
+  const healthy = await signToken(privateJwk, {
+    scopes: [{ actions: ["publish", "subscribe"], broadcast: { exact: HEALTHY_PATH } }],
+  });
+  // Hostile peers that hold a real credential: they may publish and subscribe under fuzz/.
+  const hostile = await signToken(privateJwk, {
+    scopes: [{ actions: ["publish", "subscribe"], broadcast: { prefix: "fuzz" } }],
+  });
+  return { keys, healthy, hostile };
+}
+
+/** Starts `sluice relay` (with credentials) or `sluice funnel` (own listener, memory ledger). */
+export async function startTarget(
+  kind: TargetKind,
+  env: Record<string, string> = {},
+): Promise<Target> {
+  const cert = await generateDevCertificate();
+  const dir = await Deno.makeTempDir({ prefix: `sluice-${kind}-target-` });
+  await Deno.writeTextFile(`${dir}/cert.pem`, cert.certPem);
+  await Deno.writeTextFile(`${dir}/key.pem`, cert.keyPem);
+  const moqPort = freeUdpTcpPort();
+  const httpPort = kind === "funnel" ? freeUdpTcpPort() : moqPort;
+  const creds = kind === "relay" ? await credentials(dir) : undefined;
+  const host = new URL("../support/gc_host.ts", import.meta.url).pathname;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--v8-flags=--expose-gc", host, kind],
+    env: {
+      CERT_FILE: `${dir}/cert.pem`,
+      KEY_FILE: `${dir}/key.pem`,
+      ...(kind === "relay"
+        ? { RELAY_ADDR: `127.0.0.1:${moqPort}`, SLUICE_AUTH_KEYS: creds!.keys }
+        : { FUNNEL_ADDR: `127.0.0.1:${httpPort}`, FUNNEL_SERVE_ADDR: `127.0.0.1:${moqPort}` }),
+      ...env,
+    },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const lines: string[] = [];
+  const collect = async (s: ReadableStream<Uint8Array>) => {
+    for await (const c of s.pipeThrough(new TextDecoderStream())) {
+      lines.push(...c.split("\n").filter((l) => l !== ""));
+    }
+  };
+  const drained = Promise.all([collect(child.stdout), collect(child.stderr)]);
+  const exited = child.status.then((s) => s.code);
+  const ready = kind === "relay" ? "relay: listening" : "Auth:";
+  for (let i = 0; !lines.some((l) => l.includes(ready)); i++) {
+    if (i > 600) throw new Error(`The ${kind} did not start:\n${lines.join("\n")}`);
+    await sleep(50);
+  }
+  const pid = () => relayPid(child.pid);
+  let stopped: Promise<number> | undefined;
+  return {
+    kind,
+    moqPort,
+    httpPort,
+    certPem: cert.certPem,
+    certSha256: cert.sha256,
+    jwt: creds ? { healthy: creds.healthy, hostile: creds.hostile } : {},
+    lines,
+    exited,
+    rss: () => rssMib(pid()),
+    gc: async () => {
+      const before = lines.length;
+      Deno.kill(pid(), "SIGUSR2");
+      let line: string | undefined;
+      for (let i = 0; i < 200 && !line; i++) {
+        await sleep(25);
+        line = lines.slice(before).find((l) => l.startsWith("gc-host: "));
+      }
+      if (!line) throw new Error(`The ${kind} did not report after SIGUSR2`);
+      const m = JSON.parse(line.slice("gc-host: ".length));
+      let fds = NaN;
+      try {
+        fds = [...Deno.readDirSync(`/proc/${pid()}/fd`)].length;
+      } catch {
+        // no /proc: no figure
+      }
+      const mib = (n: number) => Math.round((n / 2 ** 20) * 10) / 10;
+      return { rssMib: mib(m.rss), heapMib: mib(m.heapUsed), externalMib: mib(m.external), fds };
+    },
+    stop: () =>
+      stopped ??= (async () => {
+        try {
+          child.kill("SIGTERM");
+        } catch {
+          // already gone
+        }
+        const code = await exited;
+        await drained;
+        await Deno.remove(dir, { recursive: true });
+        return code;
+      })(),
+  };
+}
