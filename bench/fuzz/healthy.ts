@@ -39,7 +39,7 @@ function percentile(sorted: readonly number[], q: number): number {
 }
 
 async function dialSubscriber(target: Target, webTransport: boolean): Promise<MoqSession> {
-  const query = target.jwt.healthy ? `?jwt=${target.jwt.healthy}` : "";
+  const query = `?jwt=${target.jwt.healthy}`;
   const session = webTransport
     ? await connectWebTransport(new URL(`https://localhost:${target.moqPort}/${query}`), {
       protocols: VERSIONS,
@@ -88,10 +88,11 @@ export async function startHealthyPair(target: Target, intervalMs = 50): Promise
     };
   } else {
     const base = `http://127.0.0.1:${target.httpPort}/tracks/${HEALTHY_PATH}/${HEALTHY_TRACK}`;
-    const put = await fetch(base, { method: "PUT" });
+    const headers = { authorization: `Bearer ${target.jwt.healthy}` };
+    const put = await fetch(base, { method: "PUT", headers });
     await put.body?.cancel();
     publish = async (seq) => {
-      const r = await fetch(base, { method: "POST", body: JSON.stringify({ seq }) });
+      const r = await fetch(base, { method: "POST", body: JSON.stringify({ seq }), headers });
       await r.body?.cancel();
       if (r.status !== 201) errors.push(`POST ${seq} answered ${r.status}`);
     };

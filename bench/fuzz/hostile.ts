@@ -339,13 +339,11 @@ export async function hostileSession(target: Target, rng: Rng, tally: HostileTal
   }
   const version = pick(rng, codec.VERSIONS);
   const roll = rng();
-  const jwt = target.kind === "funnel"
-    ? undefined
-    : roll < 0.6
+  const jwt = roll < 0.6
     ? target.jwt.hostile
     : roll < 0.8
     ? undefined
-    : mutate(rng, new TextEncoder().encode(target.jwt.hostile ?? "x")).reduce(
+    : mutate(rng, new TextEncoder().encode(target.jwt.hostile)).reduce(
       (s, b) => s + String.fromCharCode(0x41 + (b % 26)),
       "",
     );

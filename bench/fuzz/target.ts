@@ -30,8 +30,8 @@ export interface Target {
   readonly httpPort: number;
   readonly certPem: string;
   readonly certSha256: Uint8Array;
-  /** Credentials: `healthy` covers the healthy pair's path, `hostile` only `fuzz/**` (relay only). */
-  readonly jwt: { readonly healthy?: string; readonly hostile?: string };
+  /** Credentials: `healthy` covers the healthy pair's path, `hostile` `fuzz/**` (and subscribing to the healthy path). */
+  readonly jwt: { readonly healthy: string; readonly hostile: string };
   /** Every stderr line so far. */
   readonly lines: string[];
   /** Resolves with the exit code if the process ends. */
@@ -65,16 +65,25 @@ async function credentials(
   await Deno.writeTextFile(keys, JSON.stringify({ keys: [publicJwk] }));
   const privateJwk = { ...publicJwk, d: jwk.d! };
   const healthy = await signToken(privateJwk, {
-    scopes: [{ actions: ["publish", "subscribe"], broadcast: { exact: HEALTHY_PATH } }],
+    sub: "healthy",
+    scopes: [{
+      actions: ["publish", "subscribe", "post", "fetch"],
+      broadcast: { exact: HEALTHY_PATH },
+    }],
   });
-  // Hostile peers that hold a real credential: they may publish and subscribe under fuzz/.
+  // Peers that hold a real credential: they may publish and subscribe under fuzz/, and
+  // subscribe to the healthy broadcast (the soak's well-formed subscribers).
   const hostile = await signToken(privateJwk, {
-    scopes: [{ actions: ["publish", "subscribe"], broadcast: { prefix: "fuzz" } }],
+    sub: "fuzz",
+    scopes: [
+      { actions: ["publish", "subscribe", "post"], broadcast: { prefix: "fuzz" } },
+      { actions: ["subscribe"], broadcast: { exact: HEALTHY_PATH } },
+    ],
   });
   return { keys, healthy, hostile };
 }
 
-/** Starts `sluice relay` (with credentials) or `sluice funnel` (own listener, memory ledger). */
+/** Starts `sluice relay` or `sluice funnel` (own listener, memory ledger), both with credentials on. */
 export async function startTarget(
   kind: TargetKind,
   env: Record<string, string> = {},
@@ -85,15 +94,16 @@ export async function startTarget(
   await Deno.writeTextFile(`${dir}/key.pem`, cert.keyPem);
   const moqPort = freeUdpTcpPort();
   const httpPort = kind === "funnel" ? freeUdpTcpPort() : moqPort;
-  const creds = kind === "relay" ? await credentials(dir) : undefined;
+  const creds = await credentials(dir);
   const host = new URL("../support/gc_host.ts", import.meta.url).pathname;
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "--v8-flags=--expose-gc", host, kind],
     env: {
       CERT_FILE: `${dir}/cert.pem`,
       KEY_FILE: `${dir}/key.pem`,
+      SLUICE_AUTH_KEYS: creds.keys,
       ...(kind === "relay"
-        ? { RELAY_ADDR: `127.0.0.1:${moqPort}`, SLUICE_AUTH_KEYS: creds!.keys }
+        ? { RELAY_ADDR: `127.0.0.1:${moqPort}` }
         : { FUNNEL_ADDR: `127.0.0.1:${httpPort}`, FUNNEL_SERVE_ADDR: `127.0.0.1:${moqPort}` }),
       ...env,
     },
@@ -121,7 +131,7 @@ export async function startTarget(
     httpPort,
     certPem: cert.certPem,
     certSha256: cert.sha256,
-    jwt: creds ? { healthy: creds.healthy, hostile: creds.hostile } : {},
+    jwt: { healthy: creds.healthy, hostile: creds.hostile },
     lines,
     exited,
     rss: () => rssMib(pid()),
