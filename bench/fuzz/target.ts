@@ -19,6 +19,8 @@ export interface GcSample {
   readonly externalMib: number;
   /** Open file descriptors (sockets, files). */
   readonly fds: number;
+  /** RSS once the C allocator also gave its free pages back (malloc_trim), MiB. */
+  readonly trimmedRssMib: number;
 }
 
 /** A running target. */
@@ -100,6 +102,8 @@ export async function startTarget(
     args: ["run", "-A", "--v8-flags=--expose-gc", host, kind],
     env: {
       CERT_FILE: `${dir}/cert.pem`,
+      // The GC host also trims the C allocator after each collection, to show the floor.
+      GC_HOST_TRIM: "1",
       KEY_FILE: `${dir}/key.pem`,
       SLUICE_AUTH_KEYS: creds.keys,
       ...(kind === "relay"
@@ -152,7 +156,13 @@ export async function startTarget(
         // no /proc: no figure
       }
       const mib = (n: number) => Math.round((n / 2 ** 20) * 10) / 10;
-      return { rssMib: mib(m.rss), heapMib: mib(m.heapUsed), externalMib: mib(m.external), fds };
+      return {
+        rssMib: mib(m.rss),
+        heapMib: mib(m.heapUsed),
+        externalMib: mib(m.external),
+        fds,
+        trimmedRssMib: mib(m.rssAfterTrim ?? NaN),
+      };
     },
     stop: () =>
       stopped ??= (async () => {

@@ -5,17 +5,24 @@
 import { main } from "../../src/cli.ts";
 
 const gc = (globalThis as { gc?: () => void }).gc;
+const libc = Deno.env.get("GC_HOST_TRIM") === "1"
+  ? Deno.dlopen("libc.so.6", { malloc_trim: { parameters: ["usize"], result: "i32" } })
+  : undefined;
 Deno.addSignalListener("SIGUSR2", () => {
   gc?.();
   gc?.();
   const m = Deno.memoryUsage();
+  const trimmed = libc ? libc.symbols.malloc_trim(0n) : undefined;
+  const t = Deno.memoryUsage();
   console.error(
     `gc-host: ${
       JSON.stringify({
         gc: gc !== undefined,
         rss: m.rss,
         heapUsed: m.heapUsed,
+        heapTotal: m.heapTotal,
         external: m.external,
+        ...(trimmed !== undefined ? { trimmed, rssAfterTrim: t.rss } : {}),
       })
     }`,
   );

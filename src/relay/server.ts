@@ -1,5 +1,6 @@
 import { errorStack } from "../errors/mod.ts";
 import { rateLimitedLog } from "../log/mod.ts";
+import { startMemoryTrimmer } from "../memory/mod.ts";
 import type { Verifier } from "../auth/mod.ts";
 import {
   originPolicy,
@@ -151,6 +152,8 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
     now,
     log,
   });
+  // After a burst of sessions, freed QUIC and TLS state goes back to the system.
+  const trimmer = startMemoryTrimmer();
   let ready = false;
   const handler = createRelayHandler({
     core,
@@ -176,7 +179,10 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
           origins: originPolicy(options.corsAllowedOrigins),
           admitCredential: (url) => admitSession(url, options.verifier),
         }),
-        onSession: (s) => sessions.handle(s),
+        onSession: (s) => {
+          trimmer.track(s);
+          sessions.handle(s);
+        },
       }), (port) =>
       startHttpServer(handler, {
         hostname: options.hostname,
@@ -188,12 +194,18 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
         },
       }));
   } catch (e) {
+    trimmer.stop();
     await sessions.stop();
     throw e;
   }
   const { listener, http } = bound;
   const port = listener.addr.port;
   ready = true;
+  if (!trimmer.available) {
+    log(
+      "relay: memory freed after a burst of sessions stays with the process; run with --allow-ffi (glibc) to return it",
+    );
+  }
   if (options.pprof) {
     log(
       "relay: RELAY_PPROF=1: /debug/pprof/* is exposed; bind RELAY_ADDR to loopback or a trusted interface only",
@@ -219,6 +231,7 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
       stopping ??= (async () => {
         ready = false;
         peers.stop();
+        trimmer.stop();
         await sessions.stop();
         core.close();
         await listener.stop();

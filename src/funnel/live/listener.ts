@@ -2,6 +2,7 @@ import { errorText } from "../../errors/mod.ts";
 import type { Grant } from "../../auth/mod.ts";
 import { type OriginPolicy, webTransportAdmission } from "../../http/mod.ts";
 import { type Logger, rateLimitedLog } from "../../log/mod.ts";
+import { startMemoryTrimmer } from "../../memory/mod.ts";
 import { accept, MoqError, type MoqSession, VERSIONS } from "../../moq/mod.ts";
 import { listen } from "../../transport/listener.ts";
 import type { Session } from "../../transport/mod.ts";
@@ -63,6 +64,8 @@ export async function startLiveListener(options: LiveListenerOptions): Promise<L
   // hostile sessions cannot flood the log.
   const refusedLog = rateLimitedLog((line) => log.info(line));
   const sessionLog = rateLimitedLog((line) => log.debug(line));
+  // After a burst of sessions, freed QUIC and TLS state goes back to the system.
+  const trimmer = startMemoryTrimmer();
   const live = new Set<MoqSession>();
   const tasks = new Set<Promise<void>>();
   let stopped = false;
@@ -122,6 +125,7 @@ export async function startLiveListener(options: LiveListenerOptions): Promise<L
       admitCredential: (url) => admitSubscriber(url, verifier),
     }),
     onSession: (session) => {
+      trimmer.track(session);
       if (stopped) {
         session.close(0, "funnel stopping");
         return;
@@ -142,6 +146,7 @@ export async function startLiveListener(options: LiveListenerOptions): Promise<L
     stop: () =>
       stopping ??= (async () => {
         stopped = true;
+        trimmer.stop();
         for (const moq of live) moq.close(0, "funnel stopping");
         await listener.stop();
         await Promise.allSettled([...tasks]);
