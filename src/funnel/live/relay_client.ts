@@ -46,8 +46,9 @@ export interface RelayClientOptions {
   /** Wall clock in ms (default Date.now). */
   readonly now?: () => number;
   /**
-   * Native QUIC idle timeout, ms (default 10000; keep-alives go every third
-   * of it): how soon a relay that vanished without closing is noticed.
+   * QUIC idle timeout of the relay session, native QUIC and WebTransport, ms
+   * (default 10000; keep-alives go every third of it): how soon a relay that
+   * vanished without closing, or a link that went silent, is noticed.
    */
   readonly idleTimeoutMs?: number;
   /** Gives up a dial that has not connected within this time, ms (default 10000). */
@@ -268,6 +269,8 @@ export class RelayClient {
           ...(hashes ? { serverCertificateHashes: hashes } : {}),
           ...(o.insecure ? { insecure: true } : {}),
           timeoutMs,
+          maxIdleTimeout: o.idleTimeoutMs ?? 10_000,
+          keepAliveInterval: Math.max(100, Math.floor((o.idleTimeoutMs ?? 10_000) / 3)),
         }),
         dialing.signal,
       )

@@ -35,6 +35,10 @@ export interface ConnectWebTransportOptions {
   readonly maxConcurrentUnidirectionalStreams?: number;
   /** QUIC limit on concurrent incoming bidi streams (default 100). */
   readonly maxConcurrentBidirectionalStreams?: number;
+  /** QUIC idle timeout, ms: a peer silent this long is gone (default 30000, as native QUIC dials). */
+  readonly maxIdleTimeout?: number;
+  /** QUIC keep-alive interval, ms, so a quiet session is not taken for a dead one (default 10000). */
+  readonly keepAliveInterval?: number;
   /** Timer functions (tests). */
   readonly timers?: Timers;
 }
@@ -71,6 +75,10 @@ export async function connectWebTransport(
     alpnProtocols: ["h3"],
     maxConcurrentUnidirectionalStreams: options.maxConcurrentUnidirectionalStreams ?? 1000,
     maxConcurrentBidirectionalStreams: options.maxConcurrentBidirectionalStreams ?? 100,
+    // Without these Deno's defaults apply: no keep-alive, so a session with
+    // nothing to send times out, and a vanished peer is noticed only then.
+    maxIdleTimeout: options.maxIdleTimeout ?? 30_000,
+    keepAliveInterval: options.keepAliveInterval ?? 10_000,
   };
   if (!/^[0-9.]+$/.test(hostname) && !hostname.includes(":")) quicOptions.serverName = hostname;
   if (options.caCerts) quicOptions.caCerts = [...options.caCerts];
