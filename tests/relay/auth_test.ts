@@ -154,3 +154,19 @@ Deno.test("auth on: a session ends when its credential expires, counted as reaso
   }, "the expired session to be counted");
   await t.stop();
 });
+
+Deno.test("auth on: a flood of refused sessions is logged at a bounded rate, and each is still refused", async () => {
+  using _q = quiet();
+  const t = await startTestRelay({ auth: true });
+  const before = t.logs.length;
+  const sessions = 60;
+  await Promise.all(Array.from({ length: sessions }, async () => {
+    const moq = await dialOurs(t.port);
+    assert.equal((await moq.closed).code, 6);
+  }));
+  const lines = t.logs.slice(before).filter((l) => l.includes("refused"));
+  // One line per refusal until the burst (20) is spent; then about two a second.
+  assert.ok(lines.length >= 20, `only ${lines.length} lines`);
+  assert.ok(lines.length < sessions / 2, `${lines.length} lines for ${sessions} refused sessions`);
+  await t.stop();
+});
