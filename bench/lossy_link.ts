@@ -90,8 +90,7 @@ async function measure(
     if (got === undefined) {
       lost++;
       console.error(`${path}: lost ${seq} (first ${[...acked.keys()][0]})`);
-    }
-    // A record can arrive before its 201 reaches the sender: latency 0 then.
+    } // A record can arrive before its 201 reaches the sender: latency 0 then.
     else latencies.push(Math.max(0, got - at));
   }
   latencies.sort((a, b) => a - b);

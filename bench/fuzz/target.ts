@@ -38,6 +38,8 @@ export interface Target {
   readonly lines: string[];
   /** Resolves with the exit code if the process ends. */
   readonly exited: Promise<number>;
+  /** The server's process id (the deepest one, when it restarted itself with V8 flags). */
+  pid(): number;
   /** RSS now, MiB. */
   rss(): number;
   /** Collects garbage in the target and reports its memory. */
@@ -138,6 +140,7 @@ export async function startTarget(
     jwt: { healthy: creds.healthy, hostile: creds.hostile },
     lines,
     exited,
+    pid,
     rss: () => rssMib(pid()),
     gc: async () => {
       const before = lines.length;
