@@ -231,7 +231,7 @@ Deno.test("property: datagrams decode to what was encoded and survive hostile by
   const datagram = fc.record({
     subscribeId: u62,
     sequence: u53,
-    timestamp: u53,
+    timestamp: fc.bigInt({ min: 0n, max: codec.MAX_TIMESTAMP }),
     payload: fc.uint8Array({ maxLength: 64 }),
   });
   check(
