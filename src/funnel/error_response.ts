@@ -36,7 +36,7 @@ export function errorResponse(error: unknown, logError?: ErrorLog): Response {
   if (error instanceof LedgerError && error.kind === "unavailable") {
     return problemResponse(
       503,
-      "The ledger is unavailable; the record was not stored. Retry later",
+      "The ledger is unavailable and did not confirm the record. Retry later, with the same Idempotency-Key so it is stored once",
       { "retry-after": "1" },
     );
   }

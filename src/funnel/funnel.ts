@@ -34,6 +34,8 @@ export interface FunnelDependencies {
   readonly log?: Logger;
   /** How long a POST body may take to arrive, ms (default 10 s). */
   readonly bodyTimeoutMs?: number;
+  /** Longest wait for one storage call before answering 503, ms (default 5 s). */
+  readonly ledgerDeadlineMs?: number;
 }
 
 /** A running funnel. */
@@ -69,6 +71,7 @@ export async function startFunnel(
   const backend = deps.backend ?? await openBackend(config.ledger, config.storeCredentials);
   const ledger = new Ledger(backend, {
     ...(deps.clock ? { clock: deps.clock } : {}),
+    ...(deps.ledgerDeadlineMs !== undefined ? { deadlineMs: deps.ledgerDeadlineMs } : {}),
     onCommit: (track, entries) => sink?.committed(track.path, entries),
   });
   let verifier: Verifier | undefined = deps.verifier;

@@ -93,7 +93,18 @@ export class FunnelService {
     if (cache && idempotencyKey !== undefined) {
       cache.remember(poster.sender, idempotencyKey, committing.then(answerOf));
     }
-    const entry = await committing;
+    let entry: LedgerEntry;
+    try {
+      entry = await committing;
+    } catch (error) {
+      // A commit that failed or timed out may still have landed (its answer was
+      // lost): keys are reloaded from the ledger before the next keyed POST, so a
+      // retry with the same Idempotency-Key finds the record instead of storing it twice.
+      if (error instanceof LedgerError && error.kind === "unavailable") {
+        this.#idempotency.delete(trackKey(path));
+      }
+      throw error;
+    }
     return { group: entryGroup(entry), wallclock: entry.wallclock, replayed: false };
   }
 

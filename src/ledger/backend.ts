@@ -22,6 +22,13 @@ export interface LedgerBackend {
   openTrack(path: TrackPath, create: boolean): Promise<TrackBackend | undefined>;
   /** Releases connections and handles. */
   close(): Promise<void>;
+  /**
+   * A call was given up on after its deadline: drop connections it may be
+   * stuck in (a server that stopped answering), so later calls get fresh
+   * ones once the server is back. Optional; backends without connections
+   * have nothing to drop.
+   */
+  abandon?(): void;
 }
 
 /** Storage of one track's entries. Calls for one track never overlap in `append`. */

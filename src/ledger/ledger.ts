@@ -1,4 +1,5 @@
 import type { LedgerBackend } from "./backend.ts";
+import { STORAGE_DEADLINE_MS, withDeadline } from "./deadline.ts";
 import {
   type CommitListener,
   type NanoClock,
@@ -15,6 +16,11 @@ export interface LedgerOptions {
   readonly maxBatch?: number;
   /** Told of every committed batch, per track in commit order (live publishing hooks here). */
   readonly onCommit?: CommitListener;
+  /**
+   * Longest wait for one storage call before it counts as unavailable, ms
+   * (default {@link STORAGE_DEADLINE_MS}; 0 waits as long as the backend does).
+   */
+  readonly deadlineMs?: number;
 }
 
 /**
@@ -22,7 +28,7 @@ export interface LedgerOptions {
  * {@link LedgerBackend}. The funnel never knows which backend it has.
  */
 export class Ledger {
-  /** The backend underneath, for its name and lifecycle. */
+  /** The backend underneath (every call bounded by the deadline), for its name and lifecycle. */
   readonly backend: LedgerBackend;
   readonly #clock: NanoClock;
   readonly #maxBatch: number;
@@ -34,7 +40,8 @@ export class Ledger {
 
   /** Wraps a backend. */
   constructor(backend: LedgerBackend, options: LedgerOptions = {}) {
-    this.backend = backend;
+    const deadline = options.deadlineMs ?? STORAGE_DEADLINE_MS;
+    this.backend = deadline > 0 ? withDeadline(backend, deadline) : backend;
     this.#clock = options.clock ?? systemNanoClock();
     this.#maxBatch = options.maxBatch ?? 1024;
     this.#onCommit = options.onCommit;

@@ -35,3 +35,4 @@ export * from "./directory.ts";
 // ledger, so importing this module does not load them.
 export type { PostgresBackend, PostgresOptions } from "./postgres.ts";
 export type { S3Backend, S3Options } from "./s3.ts";
+export { STORAGE_DEADLINE_MS } from "./deadline.ts";

@@ -17,6 +17,11 @@ import { trackKey, type TrackPath } from "./track_path.ts";
 
 type Sql = postgres.Sql<Record<string, never>>;
 
+/** The current connection pool, shared by the backend and its tracks; replaced by `abandon`. */
+interface Pool {
+  sql: Sql;
+}
+
 interface Row {
   seq: string;
   epoch: number;
@@ -40,12 +45,14 @@ export interface PostgresOptions {
 export class PostgresBackend implements LedgerBackend {
   /** Backend name. */
   readonly name = "postgres";
-  readonly #sql: Sql;
+  readonly #pool: Pool;
+  readonly #connect: () => Sql;
   readonly #table: string;
   readonly #open = new Map<string, PostgresTrack>();
 
-  private constructor(sql: Sql, table: string) {
-    this.#sql = sql;
+  private constructor(connect: () => Sql, table: string) {
+    this.#connect = connect;
+    this.#pool = { sql: connect() };
     this.#table = table;
   }
 
@@ -61,29 +68,30 @@ export class PostgresBackend implements LedgerBackend {
     if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(table)) {
       throw new TypeError(`table "${table}" is not a plain SQL identifier`);
     }
-    const sql: Sql = postgres(url, {
-      max: options.maxConnections ?? 8,
-      connect_timeout: options.connectTimeout ?? 5,
-      onnotice: () => {},
-      // Reconnect quickly once the server is back (the driver's default waits up to 20 s),
-      // and answer requests made during an outage within about a second.
-      backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1),
-      // Errors are translated below; the driver must not print connection failures itself.
-      debug: false,
-    });
-    const backend = new PostgresBackend(sql, table);
+    const connect = (): Sql =>
+      postgres(url, {
+        max: options.maxConnections ?? 8,
+        connect_timeout: options.connectTimeout ?? 5,
+        onnotice: () => {},
+        // Reconnect quickly once the server is back (the driver's default waits up to 20 s),
+        // and answer requests made during an outage within about a second.
+        backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1),
+        // Errors are translated below; the driver must not print connection failures itself.
+        debug: false,
+      });
+    const backend = new PostgresBackend(connect, table);
     try {
       await backend.#ensureSchema();
     } catch (error) {
       // Closing the pool is best effort; the schema error is what the caller sees.
-      await sql.end({ timeout: 1 }).catch(() => {});
+      await backend.#pool.sql.end({ timeout: 1 }).catch(() => {});
       throw translate(error, "Cannot prepare the ledger table");
     }
     return backend;
   }
 
   async #ensureSchema(): Promise<void> {
-    const sql = this.#sql;
+    const sql = this.#pool.sql;
     const t = sql(this.#table);
     try {
       await sql`
@@ -110,7 +118,7 @@ export class PostgresBackend implements LedgerBackend {
 
   /** Lists tracks from their existence rows (an index-only pass). */
   async listTracks(): Promise<TrackPath[]> {
-    const sql = this.#sql;
+    const sql = this.#pool.sql;
     try {
       const rows = await sql<{ track: string }[]>`
         select track from ${sql(this.#table)} where seq = -1 order by track`;
@@ -125,7 +133,7 @@ export class PostgresBackend implements LedgerBackend {
     const key = trackKey(path);
     const cached = this.#open.get(key);
     if (cached) return cached;
-    const sql = this.#sql;
+    const sql = this.#pool.sql;
     const t = sql(this.#table);
     try {
       if (create) {
@@ -137,7 +145,7 @@ export class PostgresBackend implements LedgerBackend {
     } catch (error) {
       throw translate(error, "Cannot open the ledger track");
     }
-    const track = this.#open.get(key) ?? new PostgresTrack(sql, this.#table, key);
+    const track = this.#open.get(key) ?? new PostgresTrack(this.#pool, this.#table, key);
     this.#open.set(key, track);
     return track;
   }
@@ -145,17 +153,29 @@ export class PostgresBackend implements LedgerBackend {
   /** Closes the connection pool. */
   async close(): Promise<void> {
     // In-flight work has finished by now; a connection stuck reconnecting must not hold shutdown.
-    await this.#sql.end({ timeout: 1 });
+    await this.#pool.sql.end({ timeout: 1 });
+  }
+
+  /**
+   * A call timed out: its connection may be stuck on a server that stopped
+   * answering, and the driver has no per-query timeout to free it. Starts a
+   * fresh pool for later calls and destroys the old one's connections (their
+   * pending queries fail, which the ledger already counts as unavailable).
+   */
+  abandon(): void {
+    const old = this.#pool.sql;
+    this.#pool.sql = this.#connect();
+    old.end({ timeout: 0 }).catch(() => {});
   }
 }
 
 class PostgresTrack implements TrackBackend {
-  readonly #sql: Sql;
+  readonly #pool: Pool;
   readonly #table: string;
   readonly #key: string;
 
-  constructor(sql: Sql, table: string, key: string) {
-    this.#sql = sql;
+  constructor(pool: Pool, table: string, key: string) {
+    this.#pool = pool;
     this.#table = table;
     this.#key = key;
   }
@@ -173,7 +193,7 @@ class PostgresTrack implements TrackBackend {
       redacted: e.redacted ?? false,
       idem: e.idempotencyKey ?? null,
     }));
-    const sql = this.#sql;
+    const sql = this.#pool.sql;
     const t = sql(this.#table);
     try {
       // One statement is one transaction: the whole batch commits or none of it.
@@ -191,7 +211,7 @@ class PostgresTrack implements TrackBackend {
   }
 
   async readBefore(before: number | undefined, limit: number): Promise<LedgerEntry[]> {
-    const sql = this.#sql;
+    const sql = this.#pool.sql;
     const t = sql(this.#table);
     const end = before ?? Number.MAX_SAFE_INTEGER;
     try {
@@ -206,7 +226,7 @@ class PostgresTrack implements TrackBackend {
   }
 
   async readAfter(after: number | undefined, limit: number): Promise<LedgerEntry[]> {
-    const sql = this.#sql;
+    const sql = this.#pool.sql;
     const t = sql(this.#table);
     const start = after === undefined ? -1 : after;
     try {
@@ -222,7 +242,7 @@ class PostgresTrack implements TrackBackend {
 
   async get(seq: number): Promise<LedgerEntry | undefined> {
     if (!Number.isSafeInteger(seq) || seq < 0) return undefined;
-    const sql = this.#sql;
+    const sql = this.#pool.sql;
     try {
       const rows = await sql<Row[]>`
         select seq, epoch, wallclock::text as wallclock, sender, payload, redacts, redacted, idem
@@ -234,7 +254,7 @@ class PostgresTrack implements TrackBackend {
   }
 
   async erasePayload(seq: number): Promise<void> {
-    const sql = this.#sql;
+    const sql = this.#pool.sql;
     try {
       await sql`update ${sql(this.#table)} set payload = null, redacted = true
         where track = ${this.#key} and seq = ${seq} and seq >= 0 and redacts is null`;

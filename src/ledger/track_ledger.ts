@@ -117,10 +117,7 @@ export class TrackLedger {
       while (this.#queue.length > 0) {
         const batch = this.#queue.splice(0, this.#maxBatch);
         try {
-          if (this.#tailUncertain) {
-            this.#newest = await this.#backend.latest();
-            this.#tailUncertain = false;
-          }
+          if (this.#tailUncertain) await this.#settleTail();
           const entries = this.#number(batch.map((p) => p.draft));
           await this.#backend.append(entries);
           this.#newest = entries[entries.length - 1];
@@ -176,6 +173,24 @@ export class TrackLedger {
     await this.#backend.erasePayload(seq);
     this.#erasing.delete(seq);
     return { redaction };
+  }
+
+  /**
+   * After a failed or timed-out commit, reads where the track really ends. A
+   * commit given up on may have landed after all (its answer was lost, or
+   * came after the deadline): its entries are durable, so they are published
+   * now, in order, before anything newer is numbered.
+   */
+  async #settleTail(): Promise<void> {
+    const known = this.#newest;
+    const actual = await this.#backend.latest();
+    if (actual && actual.seq > (known?.seq ?? -1)) {
+      const landed = await this.#backend.readAfter(known?.seq, actual.seq - (known?.seq ?? -1));
+      if (landed.length > 0) this.#notify(landed);
+      if (actual.wallclock > this.#lastWallclock) this.#lastWallclock = actual.wallclock;
+    }
+    this.#newest = actual;
+    this.#tailUncertain = false;
   }
 
   #notify(entries: readonly LedgerEntry[]): void {

@@ -10,6 +10,12 @@ export interface TcpProxy {
   readonly port: number;
   /** Cuts every open connection and stops listening (connections are refused) until {@link restore}. */
   cut(): void;
+  /**
+   * Like a server that hangs: connections are still accepted, but nothing is
+   * answered on them, new or already open, ever (their bytes are swallowed).
+   * After {@link restore} only new connections work again.
+   */
+  stall(): void;
   /** Forwards connections again. */
   restore(): void;
   /** Stops listening and closes every connection. */
@@ -27,6 +33,9 @@ export function startTcpProxy(host: string, port: number): TcpProxy {
   const open = new Set<Deno.Conn>();
   const tasks = new Set<Promise<void>>();
   let down = false;
+  let stalled = false;
+  // Connections open when a stall began (or opened during it) never answer again.
+  const hung = new Set<Deno.Conn>();
 
   const closeQuietly = (conn: Deno.Conn): void => {
     open.delete(conn);
@@ -43,6 +52,7 @@ export function startTcpProxy(host: string, port: number): TcpProxy {
       while (true) {
         const n = await from.read(buffer);
         if (n === null) break;
+        if (hung.has(from) || hung.has(to)) continue; // swallowed
         let done = 0;
         while (done < n) done += await to.write(buffer.subarray(done, n));
       }
@@ -55,6 +65,17 @@ export function startTcpProxy(host: string, port: number): TcpProxy {
 
   const serve = async (client: Deno.Conn): Promise<void> => {
     if (down) return closeQuietly(client);
+    if (stalled) {
+      // Accepted, then never answered: read and drop whatever the client sends.
+      hung.add(client);
+      const buffer = new Uint8Array(64 * 1024);
+      try {
+        while ((await client.read(buffer)) !== null) { /* swallowed */ }
+      } catch {
+        // closed
+      }
+      return closeQuietly(client);
+    }
     let upstream: Deno.Conn;
     try {
       upstream = await Deno.connect({ hostname: host, port });
@@ -97,8 +118,13 @@ export function startTcpProxy(host: string, port: number): TcpProxy {
       listener = undefined;
       for (const conn of [...open]) closeQuietly(conn);
     },
+    stall(): void {
+      stalled = true;
+      for (const conn of open) hung.add(conn);
+    },
     restore(): void {
       down = false;
+      stalled = false;
       if (listener) return;
       listener = Deno.listen({ hostname: "127.0.0.1", port: proxyPort });
       accept(listener);
