@@ -1,6 +1,6 @@
 // Soak run: `deno run -A bench/soak.ts [--target relay|funnel] [--minutes M]
 // [--subscribers N] [--publishers N] [--refused N] [--hostile N] [--concurrency C]
-// [--seed N] [--env NAME=VALUE]... [--json]`. Starts the target as a real process, keeps a healthy
+// [--seed N] [--env NAME=VALUE]... [--no-trim] [--json]`. Starts the target as a real process, keeps a healthy
 // pair running through it, and sends waves of sessions (well-formed
 // subscribers and publishers, refused and hostile ones) that connect and
 // leave, for at least M minutes. After each wave it lets the sessions end,
@@ -36,6 +36,7 @@ const { values } = parseArgs({
     settle: { type: "string", default: "7" },
     seed: { type: "string", default: "1" },
     env: { type: "string", multiple: true, default: [] },
+    "no-trim": { type: "boolean", default: false },
     json: { type: "boolean", default: false },
   },
 });
@@ -133,7 +134,8 @@ const targetEnv = Object.fromEntries(
     kv,
   ) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]),
 );
-const target = await startTarget(kind, targetEnv);
+// --no-trim denies the target FFI: freed native memory then stays with it (the "before").
+const target = await startTarget(kind, targetEnv, { ffi: !values["no-trim"] });
 let crashed: number | undefined;
 target.exited.then((code) => (crashed = code));
 const healthy = await startHealthyPair(target);

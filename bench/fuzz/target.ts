@@ -87,10 +87,15 @@ async function credentials(
   return { keys, healthy, hostile };
 }
 
-/** Starts `sluice relay` or `sluice funnel` (own listener, memory ledger), both with credentials on. */
+/**
+ * Starts `sluice relay` or `sluice funnel` (own listener, memory ledger), both
+ * with credentials on. `ffi: false` denies FFI, so the server cannot give
+ * memory back after bursts (to measure what that changes).
+ */
 export async function startTarget(
   kind: TargetKind,
   env: Record<string, string> = {},
+  options: { ffi?: boolean } = {},
 ): Promise<Target> {
   const cert = await generateDevCertificate();
   const dir = await Deno.makeTempDir({ prefix: `sluice-${kind}-target-` });
@@ -101,11 +106,18 @@ export async function startTarget(
   const creds = await credentials(dir);
   const host = new URL("../support/gc_host.ts", import.meta.url).pathname;
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--v8-flags=--expose-gc", host, kind],
+    args: [
+      "run",
+      "-A",
+      ...(options.ffi === false ? ["--deny-ffi"] : []),
+      "--v8-flags=--expose-gc",
+      host,
+      kind,
+    ],
     env: {
       CERT_FILE: `${dir}/cert.pem`,
       // The GC host also trims the C allocator after each collection, to show the floor.
-      GC_HOST_TRIM: "1",
+      GC_HOST_TRIM: options.ffi === false ? "0" : "1",
       KEY_FILE: `${dir}/key.pem`,
       SLUICE_AUTH_KEYS: creds.keys,
       ...(kind === "relay"
