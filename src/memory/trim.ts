@@ -14,24 +14,42 @@ import { systemTimers, type Timers } from "../timers/mod.ts";
 /** Returns freed allocator pages to the system; true when some were released. */
 export type TrimFunction = () => boolean;
 
+/**
+ * Where glibc lives on the usual Linux layouts. The FFI permission can be
+ * granted for exactly one of these (`--allow-ffi=/lib/x86_64-linux-gnu/libc.so.6`)
+ * rather than for every library.
+ */
+export const GLIBC_PATHS: readonly string[] = [
+  "/lib/x86_64-linux-gnu/libc.so.6",
+  "/usr/lib/x86_64-linux-gnu/libc.so.6",
+  "/lib/aarch64-linux-gnu/libc.so.6",
+  "/usr/lib/aarch64-linux-gnu/libc.so.6",
+  "/lib64/libc.so.6",
+  "/usr/lib64/libc.so.6",
+];
+
 let cached: TrimFunction | null | undefined;
 
 /**
- * glibc's `malloc_trim(0)` through FFI, or undefined when the process has no
- * FFI permission, is not on Linux, or its libc is not glibc.
+ * glibc's `malloc_trim(0)` through FFI, or undefined when the process may not
+ * load libc (no `--allow-ffi`, neither for all libraries nor for one of
+ * {@link GLIBC_PATHS}), is not on Linux, or its libc is not glibc.
  */
 export function glibcTrim(): TrimFunction | undefined {
   if (cached !== undefined) return cached ?? undefined;
   cached = null;
   if (Deno.build.os !== "linux") return undefined;
-  if (Deno.permissions.querySync({ name: "ffi" }).state !== "granted") return undefined;
+  const granted = (path?: string) =>
+    Deno.permissions.querySync(path ? { name: "ffi", path } : { name: "ffi" }).state === "granted";
+  const library = granted() ? "libc.so.6" : GLIBC_PATHS.find((path) => granted(path));
+  if (library === undefined) return undefined;
   try {
-    const libc = Deno.dlopen("libc.so.6", {
+    const libc = Deno.dlopen(library, {
       malloc_trim: { parameters: ["usize"], result: "i32" },
     });
     cached = () => libc.symbols.malloc_trim(0n) === 1;
   } catch {
-    // No glibc (musl, or no libc.so.6): nothing to trim with.
+    // No glibc there (musl, or another layout): nothing to trim with.
   }
   return cached ?? undefined;
 }
