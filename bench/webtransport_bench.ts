@@ -16,16 +16,16 @@ const FRAME = new Uint8Array(100);
 
 const cert = await generateDevCertificate();
 /** Server side: counts finished uni streams per transport and wakes the waiting iteration. */
-const finished = { quic: 0, webtransport: 0 };
-const waiters: { kind: "quic" | "webtransport"; count: number; resolve: () => void }[] = [];
-function notify(kind: "quic" | "webtransport"): void {
+const finished = { quic: 0, webtransport: 0, websocket: 0 };
+const waiters: { kind: Session["transport"]; count: number; resolve: () => void }[] = [];
+function notify(kind: Session["transport"]): void {
   finished[kind]++;
   for (const w of waiters.splice(0)) {
     if (w.kind === kind && finished[kind] >= w.count) w.resolve();
     else waiters.push(w);
   }
 }
-function until(kind: "quic" | "webtransport", count: number): Promise<void> {
+function until(kind: Session["transport"], count: number): Promise<void> {
   if (finished[kind] >= count) return Promise.resolve();
   return new Promise((resolve) => waiters.push({ kind, count, resolve }));
 }

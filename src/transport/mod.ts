@@ -1,8 +1,8 @@
 /**
- * Transports that carry MoQ sessions: native QUIC and WebTransport over
- * HTTP/3, both behind the transport-neutral {@link Session}. A peer's stream
- * reset or stop surfaces as {@link StreamError}, a lost session as
- * {@link SessionClosedError}.
+ * Transports that carry MoQ sessions: native QUIC, WebTransport over HTTP/3
+ * and QMux over WebSocket, all behind the transport-neutral {@link Session}.
+ * A peer's stream reset or stop surfaces as {@link StreamError}, a lost
+ * session as {@link SessionClosedError}.
  *
  * @example
  * ```ts
@@ -52,3 +52,18 @@ export {
   type WebTransportRequest,
   WebTransportStreamError,
 } from "./webtransport/mod.ts";
+export {
+  acceptQMux,
+  type AcceptQMuxOptions,
+  connectQMux,
+  type ConnectQMuxOptions,
+  isWebSocketUpgrade,
+  QMUX_DRAFTS,
+  QMuxConnectError,
+  type QMuxDraft,
+  QMuxSession,
+  type QMuxSessionOptions,
+  selectSubprotocol,
+  type TransportParams,
+  type WireFormat,
+} from "./qmux/mod.ts";

@@ -1,7 +1,8 @@
 /**
  * The transport-neutral session every MoQ session runs on. Native QUIC
- * (`quic.ts`) and sluice's own WebTransport over HTTP/3 (`webtransport/`)
- * both implement it; `src/moq/` never knows which one it has.
+ * (`quic.ts`), sluice's own WebTransport over HTTP/3 (`webtransport/`) and
+ * QMux over WebSocket (`qmux/`) implement it; `src/moq/` never knows which
+ * one it has.
  *
  * Contract notes (shared by the implementations; extend additively):
  * - Each stream owns its errors: a failing stream rejects its own reads or
@@ -9,11 +10,14 @@
  * - `close()` is idempotent; `closed` always resolves (never rejects).
  * - Deno 2.9's QUIC cannot send a stream reset with a code: `reset()`
  *   is best effort (FIN on native QUIC) and `stop()` sends STOP_SENDING 0.
+ *   QMux sends the code of a `StreamError` (or a `streamErrorCode`) given
+ *   as the abort or cancel reason, else 0.
  * - Failures are the neutral errors of `errors.ts`: `StreamError` (the
  *   peer reset or stopped a stream, with its code) and `SessionClosedError`
  *   (the session is gone). Opening a stream throws them directly, and
  *   WebTransport receive halves (which already pass through a reader that
- *   strips the stream header) reject with them. Native QUIC stream halves
+ *   strips the stream header) and every QMux stream half (QMux streams are
+ *   ours end to end) reject with them. Native QUIC stream halves
  *   and WebTransport send halves are Deno's own streams, not wrappers: a
  *   wrapper per stream costs about a quarter more CPU per small MoQ group
  *   (measured with bench/moq_throughput.ts). Their reads and writes reject
@@ -22,8 +26,8 @@
  */
 export interface Session {
   /** Which transport carries the session. */
-  readonly transport: "quic" | "webtransport";
-  /** Negotiated application protocol (ALPN or WT-Protocol), one of the list the caller passed, e.g. "moq-lite-05". */
+  readonly transport: "quic" | "webtransport" | "websocket";
+  /** Negotiated application protocol (ALPN, WT-Protocol or the QMux subprotocol's), one of the list the caller passed, e.g. "moq-lite-05". */
   readonly protocol: string;
   /** The URL the client dialed (path and query, e.g. the `jwt` parameter), when known. */
   readonly url: URL | undefined;

@@ -37,7 +37,7 @@ export async function quicPair(
 }
 
 /** What our session serves in the interop tests: `producer` as "sluice/feed" track "records". */
-function feedOptions(producer: TrackProducer): MoqSessionOptions {
+export function feedOptions(producer: TrackProducer): MoqSessionOptions {
   return {
     serve: (r) => r.path === "sluice/feed" && r.track === "records" ? producer : "not-found",
     maxGroupQueue: 64,

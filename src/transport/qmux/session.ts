@@ -1,0 +1,375 @@
+/**
+ * A QMux session over one WebSocket, for either end, behind the
+ * transport-neutral {@linkcode Session}: the socket's messages become
+ * frames for the connection, the connection's scheduler feeds the socket,
+ * and the session's life (transport parameters, keep-alive, close both
+ * ways) is handled here.
+ */
+import { errorText } from "../../errors/mod.ts";
+import { DropOldestQueue, varintSize } from "../../wire/mod.ts";
+import { SessionClosedError } from "../errors.ts";
+import type {
+  BidiStream,
+  RecvStream,
+  SendStream,
+  Session,
+  SessionCloseInfo,
+  StreamOptions,
+} from "../session.ts";
+import { type ConnectionOptions, QMuxConnection, type StreamPair } from "./connection.ts";
+import { QMuxProtocolError, TransportCode, WebSocketCode } from "./errors.ts";
+import { encodeFrame } from "./frame.ts";
+import { decodeMessage } from "./frame_decode.ts";
+import { effectiveIdleTimeout, KeepAlive } from "./keepalive.ts";
+import { encodeTransportParams, type TransportParams } from "./params.ts";
+import { applyFrame, type SessionEvents } from "./receive.ts";
+import { parseSubprotocol, usesRecords, type WireFormat } from "./subprotocol.ts";
+
+/** Our transport parameters unless told otherwise. */
+export const DEFAULT_PARAMS: TransportParams = {
+  maxIdleTimeout: 30_000,
+  initialMaxData: 1 << 20,
+  initialMaxStreamDataBidiLocal: 256 * 1024,
+  initialMaxStreamDataBidiRemote: 256 * 1024,
+  initialMaxStreamDataUni: 256 * 1024,
+  initialMaxStreamsBidi: 100,
+  // moq-lite opens a uni stream per group, as on our QUIC listener.
+  initialMaxStreamsUni: 1000,
+  maxDatagramFrameSize: 16382,
+  maxRecordSize: 65_536,
+  resetStreamAt: false,
+};
+
+/** Options of {@linkcode QMuxSession}. */
+export interface QMuxSessionOptions {
+  /** Which end we are: "client" dialed, "server" accepted. */
+  readonly role: "client" | "server";
+  /** The negotiated Sec-WebSocket-Protocol value, e.g. "qmux-02.moq-lite-05". */
+  readonly subprotocol: string;
+  /** The URL the client dialed (path and query). */
+  readonly url?: URL;
+  /** The peer's address as host:port. */
+  readonly remote: string;
+  /** Our transport parameters, over {@linkcode DEFAULT_PARAMS}. */
+  readonly params?: Partial<TransportParams>;
+  /** Socket bytes in flight above which writes wait (default 256 KiB). */
+  readonly highWater?: number;
+  /** Wall clock in ms (tests). */
+  readonly now?: () => number;
+}
+
+/** Largest message of the legacy format and of qmux-00 (its max_frame_size). */
+const LEGACY_MAX_MESSAGE = 16384 + 64;
+const QMUX00_MAX_FRAME = 16384;
+
+/** A QMux session over a WebSocket. */
+export class QMuxSession implements Session {
+  /** Always "websocket". */
+  readonly transport = "websocket" as const;
+  /** The application protocol of the negotiated subprotocol (e.g. "moq-lite-05"). */
+  readonly protocol: string;
+  /** The wire format of the negotiated subprotocol. */
+  readonly format: WireFormat;
+  /** The URL the client dialed. */
+  readonly url: URL | undefined;
+  /** The peer's address. */
+  readonly remote: string;
+  /** Resolves when the session ends (never rejects). */
+  readonly closed: Promise<SessionCloseInfo>;
+  readonly #ws: WebSocket;
+  readonly #conn: QMuxConnection;
+  readonly #bidi = new DropOldestQueue<StreamPair>();
+  readonly #uni = new DropOldestQueue<StreamPair>();
+  readonly #datagrams = new DropOldestQueue<Uint8Array>(256);
+  readonly #now: () => number;
+  #keepAlive: KeepAlive | undefined;
+  #resolveClosed!: (info: SessionCloseInfo) => void;
+  #done = false;
+  #pingSeq = 0n;
+  #lastPingSeen: bigint | undefined;
+  readonly #events: SessionEvents;
+
+  /** Runs QMux on `ws` (open, or still opening on a server before its upgrade response went out). */
+  constructor(ws: WebSocket, options: QMuxSessionOptions) {
+    this.#ws = ws;
+    this.#now = options.now ?? Date.now;
+    const negotiated = parseSubprotocol(options.subprotocol);
+    this.format = negotiated.format;
+    this.protocol = negotiated.protocol;
+    this.url = options.url;
+    this.remote = options.remote;
+    this.closed = new Promise((resolve) => (this.#resolveClosed = resolve));
+    const records = usesRecords(this.format);
+    const params: TransportParams = {
+      ...DEFAULT_PARAMS,
+      ...options.params,
+      maxDatagramFrameSize: records ? options.params?.maxDatagramFrameSize ?? 16382 : 0,
+      resetStreamAt: false,
+    };
+    const connection: ConnectionOptions = {
+      format: this.format,
+      role: options.role,
+      params,
+      highWater: options.highWater ?? 256 * 1024,
+      maxControlBytes: 1 << 20,
+      legacyBufferLimit: 4 << 20,
+      legacyStreamLimit: 1000,
+      onStream: (pair, uni) => (uni ? this.#uni : this.#bidi).push(pair),
+      onOverflow: () =>
+        this.#drop("The peer does not read what we send", WebSocketCode.POLICY_VIOLATION),
+      onSent: () => this.#keepAlive?.sent(),
+    };
+    this.#conn = new QMuxConnection(
+      {
+        get open() {
+          return ws.readyState === WebSocket.OPEN;
+        },
+        get bufferedAmount() {
+          return ws.bufferedAmount;
+        },
+        send: (m) => ws.send(m),
+      },
+      connection,
+    );
+    this.#events = {
+      peerClosed: (code, reason, error) => this.#peerClosed(code, reason, error),
+      datagram: (data) => this.#datagrams.push(data),
+      pinged: (seq) => this.#pinged(seq),
+      ponged: (seq) => {
+        if (this.format === "qmux-02" && seq >= this.#pingSeq) {
+          throw new QMuxProtocolError(
+            TransportCode.PROTOCOL_VIOLATION,
+            `QX_PING response ${seq} was never asked`,
+          );
+        }
+      },
+    };
+    ws.binaryType = "arraybuffer";
+    ws.addEventListener("open", () => this.#conn.scheduler.kick());
+    ws.addEventListener("message", (e) => this.#onMessage(e.data));
+    ws.addEventListener("close", (e) => {
+      this.#finish({ code: e.code, reason: e.reason || "The WebSocket closed", dropped: true });
+    });
+    if (this.#conn.flow) {
+      this.#conn.control({
+        type: "transport_parameters",
+        payload: encodeTransportParams(params, this.format),
+      });
+    }
+  }
+
+  /** The peer's transport parameters, once they arrived. */
+  get peerParams(): TransportParams | undefined {
+    return this.#conn.paramsReceived ? this.#conn.peer : undefined;
+  }
+
+  /** Opens a bidirectional stream (waits while the peer's stream limit is reached). */
+  async openBidi(options?: StreamOptions): Promise<BidiStream> {
+    this.#assertOpen();
+    return bidi(await this.#conn.open(false, options?.sendOrder ?? 0));
+  }
+
+  /** Opens a unidirectional stream (waits while the peer's stream limit is reached). */
+  async openUni(options?: StreamOptions): Promise<SendStream> {
+    this.#assertOpen();
+    const { send } = await this.#conn.open(true, options?.sendOrder ?? 0);
+    return { writable: send!.writable, setSendOrder: (o) => void (send!.lane.order = o) };
+  }
+
+  /** The next stream the peer opened; undefined once the session ended. */
+  async acceptBidi(): Promise<BidiStream | undefined> {
+    const pair = await this.#bidi.next();
+    if (!pair) return undefined;
+    this.#conn.markAccepted(pair.recv!);
+    return bidi(pair);
+  }
+
+  /** The next uni stream the peer opened; undefined once the session ended. */
+  async acceptUni(): Promise<RecvStream | undefined> {
+    const pair = await this.#uni.next();
+    if (!pair) return undefined;
+    this.#conn.markAccepted(pair.recv!);
+    return { readable: pair.recv!.readable };
+  }
+
+  /** Largest datagram payload the peer accepts now (0 without datagram support). */
+  get maxDatagramSize(): number {
+    const peer = this.#conn.peer;
+    if (this.#done || !usesRecords(this.format) || peer.maxDatagramFrameSize === 0) return 0;
+    const cap = Math.min(peer.maxDatagramFrameSize, peer.maxRecordSize);
+    return Math.max(0, cap - 1 - varintSize(cap));
+  }
+
+  /** Sends a datagram (best effort: dropped when too many wait); RangeError when too large. */
+  sendDatagram(data: Uint8Array): Promise<void> {
+    this.#assertOpen();
+    const max = this.maxDatagramSize;
+    if (data.length > max) {
+      throw new RangeError(`Cannot send a datagram of ${data.length} bytes: at most ${max} fit`);
+    }
+    this.#conn.scheduler.datagram(
+      encodeFrame(this.format, { type: "datagram", data, withLength: true }),
+    );
+    return Promise.resolve();
+  }
+
+  /** The next datagram; undefined once the session ended. The oldest are dropped when 256 wait. */
+  readDatagram(): Promise<Uint8Array | undefined> {
+    return this.#datagrams.next();
+  }
+
+  /** QMux stream errors are already the neutral ones. */
+  translateError(err: unknown): unknown {
+    return err;
+  }
+
+  /** Sends APPLICATION_CLOSE with `code` and `reason`, then closes the WebSocket. Idempotent. */
+  close(code = 0, reason = ""): void {
+    if (this.#done) return;
+    this.#sendFinal(encodeFrame(this.format, { type: "application_close", code, reason }));
+    this.#finish({ code, reason });
+    this.#closeSocket(WebSocketCode.NORMAL, "");
+  }
+
+  #assertOpen(): void {
+    if (this.#done) throw new SessionClosedError("QMux session is closed");
+  }
+
+  #onMessage(data: unknown): void {
+    if (this.#done) return;
+    this.#keepAlive?.received();
+    try {
+      if (!(data instanceof ArrayBuffer)) {
+        throw new QMuxProtocolError(
+          TransportCode.PROTOCOL_VIOLATION,
+          "Text messages are not allowed in QMux",
+          WebSocketCode.UNSUPPORTED_DATA,
+        );
+      }
+      const message = new Uint8Array(data);
+      this.#checkSize(message.length);
+      const hadParams = this.#conn.paramsReceived;
+      for (const frame of decodeMessage(message, this.format)) {
+        if (this.#done) return;
+        applyFrame(this.#conn, frame, this.#events);
+      }
+      if (!hadParams && this.#conn.paramsReceived) this.#startKeepAlive();
+    } catch (err) {
+      if (err instanceof QMuxProtocolError) return this.#fail(err);
+      this.#fail(
+        new QMuxProtocolError(TransportCode.INTERNAL_ERROR, `Internal error: ${errorText(err)}`),
+      );
+    }
+  }
+
+  #checkSize(size: number): void {
+    const max = usesRecords(this.format)
+      ? this.#conn.ours.maxRecordSize
+      : this.format === "qmux-00"
+      ? QMUX00_MAX_FRAME
+      : LEGACY_MAX_MESSAGE;
+    if (size > max) {
+      throw new QMuxProtocolError(
+        TransportCode.PROTOCOL_VIOLATION,
+        `Message of ${size} bytes exceeds ${max}`,
+        WebSocketCode.MESSAGE_TOO_BIG,
+      );
+    }
+  }
+
+  #startKeepAlive(): void {
+    if (!usesRecords(this.format)) return; // qmux-00 and legacy: WebSocket ping/pong only
+    const timeout = effectiveIdleTimeout(
+      this.#conn.ours.maxIdleTimeout,
+      this.#conn.peer.maxIdleTimeout,
+    );
+    if (timeout === 0) return;
+    this.#keepAlive = new KeepAlive(
+      timeout,
+      this.#now,
+      () => this.#conn.control({ type: "ping", response: false, sequence: this.#pingSeq++ }),
+      () => this.#drop(`No frame from the peer for ${timeout} ms`, WebSocketCode.NORMAL),
+    );
+  }
+
+  #pinged(seq: bigint): void {
+    if (this.format === "qmux-02") {
+      if (this.#lastPingSeen !== undefined && seq <= this.#lastPingSeen) {
+        throw new QMuxProtocolError(
+          TransportCode.PROTOCOL_VIOLATION,
+          `QX_PING request ${seq} does not increase`,
+        );
+      }
+      this.#lastPingSeen = seq;
+    }
+    this.#conn.control({ type: "ping", response: true, sequence: seq });
+  }
+
+  #peerClosed(code: number, reason: string, error: boolean): void {
+    this.#finish({ code, reason: error ? `Peer closed with transport error: ${reason}` : reason });
+    this.#closeSocket(WebSocketCode.NORMAL, "");
+  }
+
+  /** We caught the peer breaking the protocol: CONNECTION_CLOSE, then the WebSocket close. */
+  #fail(err: QMuxProtocolError): void {
+    if (this.#done) return;
+    this.#sendFinal(
+      encodeFrame(this.format, {
+        type: "connection_close",
+        code: err.code,
+        frameType: 0,
+        reason: err.message,
+      }),
+    );
+    this.#finish({ code: err.code, reason: err.message });
+    this.#closeSocket(err.wsCode, err.message);
+  }
+
+  /** The session ends without a close frame (peer gone or not reading). */
+  #drop(reason: string, wsCode: number): void {
+    this.#finish({ code: 0, reason, dropped: true });
+    this.#closeSocket(wsCode, reason);
+  }
+
+  #sendFinal(frame: Uint8Array): void {
+    try {
+      this.#conn.scheduler.sendNow(frame);
+    } catch {
+      // the socket is already gone
+    }
+  }
+
+  #closeSocket(code: number, reason: string): void {
+    try {
+      // Close reasons are limited to 123 bytes (RFC 6455 §5.5).
+      this.#ws.close(
+        code,
+        new TextDecoder().decode(new TextEncoder().encode(reason).subarray(0, 120)),
+      );
+    } catch {
+      // already closing
+    }
+  }
+
+  #finish(info: SessionCloseInfo): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#keepAlive?.stop();
+    this.#conn.teardown(
+      new SessionClosedError(`QMux session closed: ${info.code} ${info.reason}`.trim()),
+    );
+    this.#bidi.close();
+    this.#uni.close();
+    this.#datagrams.close();
+    this.#resolveClosed(info);
+  }
+}
+
+function bidi(pair: StreamPair): BidiStream {
+  const send = pair.send!;
+  return {
+    readable: pair.recv!.readable,
+    writable: send.writable,
+    setSendOrder: (o) => void (send.lane.order = o),
+  };
+}

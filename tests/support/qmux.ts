@@ -1,0 +1,91 @@
+// QMux test helpers: a WebSocket server that accepts QMux sessions, and connected pairs.
+import {
+  acceptQMux,
+  type AcceptQMuxOptions,
+  connectQMux,
+  type ConnectQMuxOptions,
+  isWebSocketUpgrade,
+  type QMuxDraft,
+  type QMuxSession,
+  selectSubprotocol,
+} from "../../src/transport/qmux/mod.ts";
+import type { Session } from "../../src/transport/session.ts";
+import { testCert } from "./moq.ts";
+
+/** A running QMux WebSocket server. */
+export interface QMuxServer {
+  /** ws:// or wss:// base URL. */
+  readonly url: URL;
+  /** The bound port. */
+  readonly port: number;
+  /** Stops the HTTP server (sessions stay until closed). */
+  stop(): Promise<void>;
+}
+
+/** Serves QMux on 127.0.0.1 (TLS with the test certificate when `tls` is set). */
+export async function serveQMux(
+  onSession: (session: QMuxSession, req: Request) => void,
+  options: {
+    readonly protocols?: readonly string[];
+    readonly drafts?: readonly QMuxDraft[];
+    readonly tls?: boolean;
+    readonly accept?: Partial<AcceptQMuxOptions>;
+  } = {},
+): Promise<QMuxServer> {
+  const protocols = options.protocols ?? ["moq-lite-05", "moq-lite-04"];
+  const cert = options.tls ? await testCert() : undefined;
+  const server = Deno.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    onListen: () => {},
+    ...(cert ? { cert: cert.certPem, key: cert.keyPem } : {}),
+  }, (req, info) => {
+    const offered = req.headers.get("sec-websocket-protocol");
+    const subprotocol = selectSubprotocol(offered, protocols, {
+      ...(options.drafts ? { drafts: options.drafts } : {}),
+    });
+    if (!isWebSocketUpgrade(req) || subprotocol === undefined) {
+      return new Response("no acceptable subprotocol", { status: 400 });
+    }
+    const { response, session } = acceptQMux(req, subprotocol, {
+      remote: `${info.remoteAddr.hostname}:${info.remoteAddr.port}`,
+      ...options.accept,
+    });
+    onSession(session, req);
+    return response;
+  });
+  const port = server.addr.port;
+  const host = cert ? "localhost" : "127.0.0.1";
+  return {
+    url: new URL(`${cert ? "wss" : "ws"}://${host}:${port}/`),
+    port,
+    stop: () => server.shutdown(),
+  };
+}
+
+/** A connected client/server pair of QMux sessions over ws://. */
+export async function qmuxPair(
+  options: Partial<ConnectQMuxOptions> & { readonly serverDrafts?: readonly QMuxDraft[] } = {},
+  path = "/",
+): Promise<{ client: Session; server: QMuxSession; stop: () => Promise<void> }> {
+  let resolveServer!: (s: QMuxSession) => void;
+  const serverP = new Promise<QMuxSession>((r) => (resolveServer = r));
+  const srv = await serveQMux((s) => resolveServer(s), {
+    ...(options.serverDrafts ? { drafts: options.serverDrafts } : {}),
+  });
+  const client = await connectQMux(new URL(path, srv.url), {
+    protocols: ["moq-lite-05", "moq-lite-04"],
+    ...options,
+  });
+  const server = await serverP;
+  return {
+    client,
+    server,
+    stop: async () => {
+      client.close(0, "");
+      server.close(0, "");
+      await Promise.all([client.closed, server.closed]);
+      await srv.stop();
+    },
+  };
+}
