@@ -10,6 +10,7 @@ import {
   selectSubprotocol,
 } from "../../src/transport/qmux/mod.ts";
 import type { Session } from "../../src/transport/session.ts";
+import { concatBytes } from "../../src/wire/mod.ts";
 import { testCert } from "./moq.ts";
 
 /** A running QMux WebSocket server. */
@@ -86,6 +87,60 @@ export async function qmuxPair(
       server.close(0, "");
       await Promise.all([client.closed, server.closed]);
       await srv.stop();
+    },
+  };
+}
+
+/**
+ * A WebSocket client on a bare TCP connection that completes the handshake
+ * and then never reads (unless told to): it sends masked binary messages
+ * and lets the server's writes pile up in the kernel's buffers.
+ */
+export async function rawWebSocket(port: number, protocol: string): Promise<{
+  send(payload: Uint8Array): Promise<void>;
+  close(): void;
+}> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  const key = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))));
+  await conn.write(new TextEncoder().encode(
+    `GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+      `Sec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n` +
+      `Sec-WebSocket-Protocol: ${protocol}\r\n\r\n`,
+  ));
+  const head = new Uint8Array(4096);
+  const n = await conn.read(head);
+  const status = new TextDecoder().decode(head.subarray(0, n ?? 0)).split("\r\n")[0];
+  if (!status?.includes(" 101 ")) throw new Error(`Handshake refused: ${status}`);
+  return {
+    async send(payload) {
+      const len = payload.length;
+      const header = len < 126
+        ? [0x82, 0x80 | len]
+        : len < 65536
+        ? [0x82, 0x80 | 126, len >> 8, len & 0xff]
+        : [
+          0x82,
+          0x80 | 127,
+          0,
+          0,
+          0,
+          0,
+          len >>> 24,
+          (len >> 16) & 0xff,
+          (len >> 8) & 0xff,
+          len & 0xff,
+        ];
+      // A zero mask: the payload goes out as it is.
+      let off = 0;
+      const frame = concatBytes([new Uint8Array(header), new Uint8Array(4), payload]);
+      while (off < frame.length) off += await conn.write(frame.subarray(off));
+    },
+    close() {
+      try {
+        conn.close();
+      } catch {
+        // already closed by the server
+      }
     },
   };
 }
