@@ -11,6 +11,7 @@ import { encodeTransportParams } from "../../src/transport/qmux/params.ts";
 import { connectQMux, DEFAULT_PARAMS, type QMuxSession } from "../../src/transport/qmux/mod.ts";
 import { concatBytes } from "../../src/wire/mod.ts";
 import { rawWebSocket, serveQMux } from "../support/qmux.ts";
+import { until } from "../support/wait.ts";
 
 const PROTOCOL = "qmux-02.moq-lite-05";
 
@@ -248,10 +249,8 @@ Deno.test("a peer that stops reading while provoking answers is cut off, bounded
       Array.from({ length: 400 }, () =>
         encodeFrame("qmux-02", { type: "ping", response: false, sequence: seq++ })),
     );
-  const session = await new Promise<QMuxSession>((resolve) => {
-    const check = () => srv.sessions[0] ? resolve(srv.sessions[0]) : setTimeout(check, 5);
-    check();
-  });
+  await until(() => srv.sessions.length > 0, "the server session");
+  const session = srv.sessions[0]!;
   // Each batch asks for ~4 KB of answers; 1 MiB of unsent control frames ends the session.
   let sent = 0;
   const closed = session.closed.then((info) => info);

@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import { accept, connect, type MoqSession, TrackProducer } from "../../src/moq/mod.ts";
 import { connectQMux, type QMuxDraft, type QMuxSession } from "../../src/transport/qmux/mod.ts";
-import { seeAnnounced, testCert } from "../support/moq.ts";
+import { testCertificate } from "../support/certs.ts";
+import { seeAnnounced } from "../support/moq.ts";
 import { serveQMux } from "../support/qmux.ts";
 
 const GROUPS = 300;
@@ -87,7 +88,7 @@ for (const draft of ["qmux-02", "qmux-01", "qmux-00"] as QMuxDraft[]) {
 }
 
 Deno.test("moq-lite-05 over wss:// with the server certificate trusted through caCerts", async () => {
-  const cert = await testCert();
+  const cert = await testCertificate();
   const st = new TrackProducer({ cache: 8 });
   const ct = new TrackProducer({ cache: 8 });
   let resolve!: (m: MoqSession) => void;

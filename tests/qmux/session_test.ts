@@ -9,6 +9,7 @@ import { encodeFrame } from "../../src/transport/qmux/frame.ts";
 import { connectQMux, DEFAULT_PARAMS, QMuxSession } from "../../src/transport/qmux/mod.ts";
 import { encodeTransportParams } from "../../src/transport/qmux/params.ts";
 import { qmuxPair, rawWebSocket, serveQMux } from "../support/qmux.ts";
+import { until } from "../support/wait.ts";
 
 async function readAll(r: ReadableStream<Uint8Array>): Promise<Uint8Array> {
   return new Uint8Array(await new Response(r).arrayBuffer());
@@ -61,8 +62,8 @@ Deno.test("a peer that never reads its socket holds writes back at the high-wate
       maxIdleTimeout: 0,
     }, "qmux-02"),
   }));
-  while (!sessions[0]?.peerParams) await new Promise((r) => setTimeout(r, 5));
-  const w = (await sessions[0].openUni()).writable.getWriter();
+  await until(() => sessions[0]?.peerParams !== undefined, "the peer's parameters");
+  const w = (await sessions[0]!.openUni()).writable.getWriter();
   const chunk = new Uint8Array(64 * 1024);
   let written = 0;
   void (async () => {
@@ -79,7 +80,7 @@ Deno.test("a peer that never reads its socket holds writes back at the high-wate
   // What the kernel's socket buffers take plus our 64 KiB mark: megabytes, not unbounded.
   assert.ok(written < 16 * 1024 * 1024, `${written} bytes accepted from a peer that never reads`);
   raw.close();
-  await sessions[0].closed;
+  await sessions[0]!.closed;
   await srv.stop();
 });
 
@@ -191,7 +192,7 @@ Deno.test("the legacy webtransport form carries streams, resets and closes", asy
   const w = s.writable.getWriter();
   const data = new Uint8Array(100_000).map((_, i) => i);
   const sending = w.write(data).then(() => w.close());
-  while (!server) await new Promise((r) => setTimeout(r, 5));
+  await until(() => server !== undefined, "the server session");
   const theirs = (await server.acceptBidi())!;
   assert.deepEqual(await readAll(theirs.readable), data);
   await sending;

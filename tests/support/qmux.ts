@@ -11,7 +11,7 @@ import {
 } from "../../src/transport/qmux/mod.ts";
 import type { Session } from "../../src/transport/session.ts";
 import { concatBytes } from "../../src/wire/mod.ts";
-import { testCert } from "./moq.ts";
+import { testCertificate } from "./certs.ts";
 
 /** A running QMux WebSocket server. */
 export interface QMuxServer {
@@ -34,7 +34,7 @@ export async function serveQMux(
   } = {},
 ): Promise<QMuxServer> {
   const protocols = options.protocols ?? ["moq-lite-05", "moq-lite-04"];
-  const cert = options.tls ? await testCert() : undefined;
+  const cert = options.tls ? await testCertificate() : undefined;
   const server = Deno.serve({
     hostname: "127.0.0.1",
     port: 0,

@@ -8,7 +8,7 @@
  * {@linkcode QMuxConnectError.status} is then undefined.
  */
 import { errorText } from "../../errors/mod.ts";
-import { formatAddr } from "../quic.ts";
+import { formatAddr } from "../address.ts";
 import type { Session } from "../session.ts";
 import { QMuxConnectError } from "./errors.ts";
 import type { TransportParams } from "./params.ts";
