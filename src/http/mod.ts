@@ -1,7 +1,8 @@
 /**
  * HTTP pieces shared by the funnel and the relay: problem+json errors, CORS,
- * WebTransport admission, streamed response bodies, and a server that starts
- * on a known address and stops gracefully.
+ * WebTransport admission, WebSocket upgrades to QMux sessions, streamed
+ * response bodies, and a server that starts on a known address and stops
+ * gracefully.
  *
  * @module
  */
@@ -10,3 +11,4 @@ export * from "./cors.ts";
 export * from "./server.ts";
 export * from "./webtransport_admission.ts";
 export * from "./stream_body.ts";
+export * from "./websocket_upgrade.ts";

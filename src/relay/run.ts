@@ -127,7 +127,8 @@ export async function runRelay(config: RelayConfig, io: RunRelayIo = {}): Promis
     const gc = config.gc;
     log(
       `relay: listening on ${relay.addr.hostname}:${relay.addr.port} (UDP: moq-lite over QUIC and ` +
-        `WebTransport; TCP: HTTPS /health /routes /metrics); young generation ` +
+        `WebTransport; TCP: HTTPS /health /routes /metrics and WebSocket (QMux, wss://)); ` +
+        `young generation ` +
         `${
           gc.semiSpace.mb === undefined ? "V8 default" : `${gc.semiSpace.mb} MiB`
         } [${gc.semiSpace.source}]`,

@@ -5,12 +5,13 @@ import type { Verifier } from "../auth/mod.ts";
 import {
   originPolicy,
   problemResponse,
+  qmuxUpgrade,
   type RunningServer,
   startHttpServer,
   webTransportAdmission,
 } from "../http/mod.ts";
 import { randomHopId, VERSIONS } from "../moq/mod.ts";
-import { listen, type Listener } from "../transport/mod.ts";
+import { isWebSocketUpgrade, listen, type Listener, type Session } from "../transport/mod.ts";
 import { admitSession } from "./admission.ts";
 import { createRelayHandler } from "./http_handler.ts";
 import { RelayCore } from "./relay_core.ts";
@@ -37,7 +38,7 @@ export interface RelayOptions {
   readonly groupCacheSize: number;
   /** RELAY_PPROF. */
   readonly pprof: boolean;
-  /** CORS_ALLOWED_ORIGINS: browser origins allowed to open WebTransport ("*": any). */
+  /** CORS_ALLOWED_ORIGINS: browser origins allowed to open WebTransport and WebSocket ("*": any). */
   readonly corsAllowedOrigins: readonly string[] | "*";
   /** Credential verifier (SLUICE_AUTH_KEYS); undefined admits every session (with a warning). */
   readonly verifier: Verifier | undefined;
@@ -93,7 +94,9 @@ export interface RunningRelay {
 
 /**
  * Starts the relay: the UDP listener (native QUIC moq-lite and WebTransport)
- * and the HTTPS endpoints on the same port number over TCP.
+ * and, on the same port number over TCP, the HTTPS endpoints and QMux over
+ * WebSocket (an `Upgrade: websocket` request on any path), admitted exactly
+ * like WebTransport.
  *
  * @example
  * ```ts
@@ -163,36 +166,46 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
     ready: () => ready,
     pprof: options.pprof,
   });
+  // The funnel's listener's rule: besides CORS_ALLOWED_ORIGINS, a page of the relay's
+  // own origin is admitted (the relay serves none, so in practice nothing changes).
+  const admit = webTransportAdmission({
+    protocols: VERSIONS,
+    origins: originPolicy(options.corsAllowedOrigins),
+    admitCredential: (url) => admitSession(url, options.verifier),
+  });
+  const onSession = (s: Session): void => {
+    trimmer.track(s);
+    sessions.handle(s);
+  };
+  const upgrade = qmuxUpgrade({ protocols: VERSIONS, admit, onSession });
   let bound: { listener: Listener; http: RunningServer };
   try {
-    bound = await bindSamePort(options.port, (port) =>
-      listen({
-        hostname: options.hostname,
-        port,
-        certPem: options.tls.certPem,
-        keyPem: options.tls.keyPem,
-        protocols: VERSIONS,
-        // The funnel's listener's rule: besides CORS_ALLOWED_ORIGINS, a page of the relay's
-        // own origin is admitted (the relay serves none, so in practice nothing changes).
-        admitWebTransport: webTransportAdmission({
+    bound = await bindSamePort(
+      options.port,
+      (port) =>
+        listen({
+          hostname: options.hostname,
+          port,
+          certPem: options.tls.certPem,
+          keyPem: options.tls.keyPem,
           protocols: VERSIONS,
-          origins: originPolicy(options.corsAllowedOrigins),
-          admitCredential: (url) => admitSession(url, options.verifier),
+          admitWebTransport: admit,
+          onSession,
         }),
-        onSession: (s) => {
-          trimmer.track(s);
-          sessions.handle(s);
-        },
-      }), (port) =>
-      startHttpServer(handler, {
-        hostname: options.hostname,
-        port,
-        tls: { cert: options.tls.certPem, key: options.tls.keyPem },
-        onError: (e: unknown) => {
-          log(`relay: HTTP handler failed: ${errorStack(e)}`);
-          return problemResponse(500, "The relay failed to answer; see its log");
-        },
-      }));
+      (port) =>
+        startHttpServer(
+          (req, info) => isWebSocketUpgrade(req) ? upgrade(req, info) : handler(req),
+          {
+            hostname: options.hostname,
+            port,
+            tls: { cert: options.tls.certPem, key: options.tls.keyPem },
+            onError: (e: unknown) => {
+              log(`relay: HTTP handler failed: ${errorStack(e)}`);
+              return problemResponse(500, "The relay failed to answer; see its log");
+            },
+          },
+        ),
+    );
   } catch (e) {
     trimmer.stop();
     await sessions.stop();

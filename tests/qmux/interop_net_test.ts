@@ -13,17 +13,15 @@ import { connectQMux, type QMuxSession } from "../../src/transport/qmux/mod.ts";
 import { feedOptions } from "../moq/_pair.ts";
 import { quiet } from "../support/quiet.ts";
 import { type NetConn, theyServeUs, weServeThem } from "../support/net_feed.ts";
-import { serveQMux } from "../support/qmux.ts";
+import { serveQMux, webSocketOnly } from "../support/qmux.ts";
+import { testCertificate } from "../support/certs.ts";
 
 const GROUPS = 300;
 
 Deno.test("@moq/net (WebSocket fallback) ⇄ our QMux server: 300 groups each way", async () => {
   using _ = quiet();
-  // Deno has a WebTransport class: remove it so @moq/net must fall back to WebSocket.
-  const g = globalThis as { WebTransport?: unknown };
-  const native = g.WebTransport;
-  delete g.WebTransport;
-  using _restore = { [Symbol.dispose]: () => void (g.WebTransport = native) };
+  // Deno has a WebTransport class: hide it so @moq/net must fall back to WebSocket.
+  using _ws = webSocketOnly((await testCertificate()).certPem);
   const producer = new TrackProducer({ cache: 8 });
   let transport!: QMuxSession;
   let resolve!: (m: MoqSession) => void;

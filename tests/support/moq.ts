@@ -4,17 +4,23 @@
 import * as Net from "@moq/net";
 import { connect, type MoqSession, type MoqSessionOptions, VERSIONS } from "../../src/moq/mod.ts";
 import type { Session } from "../../src/transport/mod.ts";
+import { connectQMux, type QMuxDraft } from "../../src/transport/qmux/mod.ts";
 import { connectQuicSession } from "../../src/transport/quic.ts";
 import { asWebTransport, connectWebTransport } from "../../src/transport/webtransport/mod.ts";
 import { testCertificate } from "./certs.ts";
+import { webSocketOnly } from "./qmux.ts";
 
-/** Dials a MoQ endpoint on localhost with our client: native QUIC (`alpn`) or WebTransport. */
+/**
+ * Dials a MoQ endpoint on localhost with our client: native QUIC (`alpn`),
+ * WebTransport, or QMux over WebSocket (`webSocket`: the drafts to offer).
+ */
 export async function dialOurs(
   port: number,
   options: {
     jwt?: string;
     alpn?: string;
     webTransport?: boolean;
+    webSocket?: readonly QMuxDraft[];
     origin?: string;
     maxUni?: number;
     wrap?: (session: Session) => Session;
@@ -23,7 +29,14 @@ export async function dialOurs(
 ): Promise<MoqSession> {
   const c = await testCertificate();
   const query = options.jwt === undefined ? "" : `?jwt=${options.jwt}`;
-  const session = options.webTransport
+  const session = options.webSocket
+    ? await connectQMux(new URL(`wss://localhost:${port}/${query}`), {
+      protocols: options.alpn ? [options.alpn] : VERSIONS,
+      drafts: options.webSocket,
+      caCerts: [c.certPem],
+      ...(options.origin ? { origin: options.origin } : {}),
+    })
+    : options.webTransport
     ? await connectWebTransport(new URL(`https://localhost:${port}/${query}`), {
       protocols: VERSIONS,
       serverCertificateHashes: [c.sha256],
@@ -39,17 +52,22 @@ export async function dialOurs(
 }
 
 /**
- * Dials with @moq/net: over native QUIC (`version`, lite-05 by default), or
+ * Dials with @moq/net: over native QUIC (`version`, lite-05 by default),
  * (`webTransport`) over our WebTransport client, which carries the URL's
- * `jwt` in the CONNECT request.
+ * `jwt` in the CONNECT request, or (`webSocket`) with its own connect and
+ * WebTransport absent, so it falls back to QMux over WebSocket.
  */
 export async function dialNet(
   port: number,
-  options: { version?: string; jwt?: string; webTransport?: boolean } = {},
+  options: { version?: string; jwt?: string; webTransport?: boolean; webSocket?: boolean } = {},
 ): Promise<Awaited<ReturnType<typeof Net.Connection.connect>>> {
   const c = await testCertificate();
   const query = options.jwt === undefined ? "" : `?jwt=${options.jwt}`;
   const url = new URL(`https://localhost:${port}/${query}`);
+  if (options.webSocket) {
+    using _ = webSocketOnly(c.certPem);
+    return await Net.Connection.connect(url, { websocket: { delay: 0 } });
+  }
   if (options.webTransport) {
     const wt = await connectWebTransport(url, {
       protocols: VERSIONS,

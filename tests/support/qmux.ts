@@ -144,3 +144,72 @@ export async function rawWebSocket(port: number, protocol: string): Promise<{
     },
   };
 }
+
+/**
+ * Until disposed, browser-style clients in this process see no WebTransport
+ * (so @moq/net falls back to WebSocket) and no native WebSocketStream (so
+ * @moq/qmux uses its ponyfill over the global WebSocket, as in browsers
+ * without WebSocketStream), and the global WebSocket trusts `caPem`: Deno's
+ * WebSocket takes its TLS roots from an HTTP client, which @moq/qmux cannot
+ * pass. The protocol code that runs is theirs, unchanged.
+ */
+export function webSocketOnly(caPem: string): Disposable {
+  const g = globalThis as Record<string, unknown>;
+  const saved = { WebTransport: g.WebTransport, WebSocketStream: g.WebSocketStream, WebSocket };
+  const client = Deno.createHttpClient({ caCerts: [caPem] });
+  class TrustingWebSocket extends saved.WebSocket {
+    constructor(url: string | URL, protocols?: string | string[]) {
+      super(url, { protocols: protocols ?? [], client } as WebSocketOptions);
+    }
+  }
+  delete g.WebTransport;
+  delete g.WebSocketStream;
+  g.WebSocket = TrustingWebSocket;
+  return {
+    [Symbol.dispose]: () => {
+      g.WebTransport = saved.WebTransport;
+      g.WebSocketStream = saved.WebSocketStream;
+      g.WebSocket = saved.WebSocket;
+      client.close();
+    },
+  };
+}
+
+/**
+ * Sends a WebSocket upgrade request over TLS to localhost:`port` (trusting
+ * `caPem`) and returns the response's status: what a client learns before
+ * any upgrade happens.
+ */
+export async function upgradeStatus(
+  port: number,
+  caPem: string,
+  pathAndQuery: string,
+  headers: Record<string, string>,
+): Promise<number> {
+  const conn = await Deno.connectTls({
+    hostname: "localhost",
+    port,
+    caCerts: [caPem],
+    alpnProtocols: ["http/1.1"],
+  });
+  try {
+    const key = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))));
+    const lines = [
+      `GET ${pathAndQuery} HTTP/1.1`,
+      `Host: localhost:${port}`,
+      "Upgrade: websocket",
+      "Connection: Upgrade",
+      `Sec-WebSocket-Key: ${key}`,
+      "Sec-WebSocket-Version: 13",
+      ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+    ];
+    await conn.write(new TextEncoder().encode(lines.join("\r\n") + "\r\n\r\n"));
+    const buf = new Uint8Array(1024);
+    const n = await conn.read(buf);
+    const status = /^HTTP\/1\.1 (\d{3})/.exec(new TextDecoder().decode(buf.subarray(0, n ?? 0)));
+    if (!status) throw new Error("No HTTP status line in the answer");
+    return Number(status[1]);
+  } finally {
+    conn.close();
+  }
+}

@@ -1,0 +1,221 @@
+// The relay's WebSocket fallback: QMux sessions on its TCP port beside /health,
+// /routes and /metrics, admitted like WebTransport, counted as transport="websocket".
+import assert from "node:assert/strict";
+import * as Net from "@moq/net";
+import { type MoqSession, type Subscription, TrackProducer } from "../../src/moq/mod.ts";
+import type { QMuxDraft } from "../../src/transport/qmux/mod.ts";
+import { families, sampleValue } from "../metrics/exposition.ts";
+import { testCertificate } from "../support/certs.ts";
+import { dialNet, dialOurs, seeAnnounced } from "../support/moq.ts";
+import { upgradeStatus } from "../support/qmux.ts";
+import { quiet } from "../support/quiet.ts";
+import { until } from "../support/wait.ts";
+import { startTestRelay } from "./_relay.ts";
+
+const GROUPS = 300;
+/** Groups the publisher may run ahead of the slowest reader (the relay's queues are real bounds). */
+const AHEAD = 32;
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+type Reader = () => Promise<number | undefined>;
+
+function ourReader(sub: Subscription, prefix: string): Reader {
+  const it = sub[Symbol.asyncIterator]();
+  return async () => {
+    const r = await it.next();
+    if (r.done) return undefined;
+    assert.equal(dec.decode(r.value.frames[0]), `${prefix}${r.value.sequence}`);
+    return r.value.sequence;
+  };
+}
+
+function netReader(sub: Net.Track.Subscriber, prefix: string): Reader {
+  return async () => {
+    const g = await sub.recvGroup();
+    if (!g) return undefined;
+    const f = await g.readFrame();
+    assert.equal(dec.decode(f?.payload), `${prefix}${g.sequence}`);
+    return g.sequence;
+  };
+}
+
+/**
+ * Writes groups 2..GROUPS+1 with `write`, never more than AHEAD in front of the
+ * slowest reader, and checks every reader sees every group exactly once.
+ */
+async function deliverAll(write: (seq: number) => void, readers: Reader[]): Promise<void> {
+  const got = readers.map(() => new Set<number>());
+  const reading = readers.map(async (read, i) => {
+    while (got[i]!.size < GROUPS) {
+      const seq = await read();
+      if (seq === undefined) break;
+      if (seq >= 2) got[i]!.add(seq);
+    }
+  });
+  for (let seq = 2; seq <= GROUPS + 1; seq++) {
+    write(seq);
+    await until(() => got.every((g) => g.size >= seq - 1 - AHEAD), `readers near group ${seq}`);
+  }
+  await Promise.all(reading);
+  for (const g of got) assert.equal(g.size, GROUPS);
+}
+
+/** The first group, written until each reader sees one (subscriptions start at the latest). */
+async function primed(write: (seq: number) => void, readers: Reader[]): Promise<void> {
+  write(1);
+  for (const read of readers) assert.equal(await read(), 1);
+}
+
+Deno.test("@moq/net over WebSocket publishes and subscribes through the relay, next to native QUIC", async () => {
+  using _q = quiet();
+  const t = await startTestRelay();
+  // @moq/net sees no WebTransport, so it dials wss:// itself (its QMux over WebSocket).
+  const netPub = await dialNet(t.port, { webSocket: true });
+  const netSub = await dialNet(t.port, { webSocket: true });
+  const quic = await dialOurs(t.port);
+  assert.equal(netPub.version, "moq-lite-05");
+
+  // They publish over WebSocket; a WebSocket and a native-QUIC subscriber share the track.
+  const broadcast = new Net.Broadcast.Producer();
+  const track = broadcast.createTrack("data");
+  netPub.publish(Net.Path.from("ws/cam"), broadcast);
+  await seeAnnounced(quic, "ws/cam");
+  const quicSub = quic.subscribe("ws/cam", "data");
+  await quicSub.ready;
+  const wsSub = netSub.consume(Net.Path.from("ws/cam")).track("data").subscribe({ priority: 1 });
+  const writeNet = (seq: number) => {
+    const g = track.appendGroup();
+    assert.equal(g.sequence, seq - 1); // @moq/net numbers its groups from 0
+    g.writeString(`x${seq - 1}`);
+    g.close();
+  };
+  const toSeq = (r: Reader): Reader => async () => {
+    const s = await r();
+    return s === undefined ? undefined : s + 1;
+  };
+  const fromNet = [toSeq(ourReader(quicSub, "x")), toSeq(netReader(wsSub, "x"))];
+  await primed(writeNet, fromNet);
+  await deliverAll(writeNet, fromNet);
+
+  // We publish over native QUIC; the WebSocket subscriber and a QUIC one get every group.
+  const producer = new TrackProducer({ cache: 8 });
+  const pub = await dialOurs(t.port, { moq: { serve: () => producer } });
+  pub.announce("quic/cam");
+  await seeAnnounced(quic, "quic/cam");
+  const quicSub2 = quic.subscribe("quic/cam", "t");
+  await quicSub2.ready;
+  const wsSub2 = netSub.consume(Net.Path.from("quic/cam")).track("t").subscribe({ priority: 1 });
+  const write = (seq: number) => producer.writeGroup(seq, enc.encode(`q${seq}`));
+  const fromQuic = [ourReader(quicSub2, "q"), netReader(wsSub2, "q")];
+  await primed(write, fromQuic);
+  await deliverAll(write, fromQuic);
+
+  const f = families(await (await t.get("/metrics")).text());
+  assert.equal(
+    sampleValue(f, "sluice_relay_sessions_total", { transport: "websocket", class: "client" }),
+    2,
+  );
+  assert.equal(
+    sampleValue(f, "sluice_relay_sessions_total", { transport: "quic", class: "client" }),
+    2,
+  );
+  netPub.close();
+  netSub.close();
+  broadcast.close();
+  // @moq/net closes with APPLICATION_CLOSE: both sessions end as "closed", not "dropped".
+  const closed = async () =>
+    sampleValue(
+      families(await (await t.get("/metrics")).text()),
+      "sluice_relay_sessions_closed_total",
+      {
+        transport: "websocket",
+        class: "client",
+        reason: "closed",
+      },
+    );
+  await until(async () => (await closed()) === 2, "both WebSocket sessions counted closed");
+  const m = families(await (await t.get("/metrics")).text());
+  const bytes = sampleValue(m, "sluice_relay_session_bytes_total", {
+    transport: "websocket",
+    class: "client",
+    direction: "sent",
+  });
+  assert.ok(bytes !== undefined && bytes > GROUPS * 2 * 2, `websocket bytes sent ${bytes}`);
+  quic.close(0, "");
+  pub.close(0, "");
+  await t.stop();
+});
+
+for (const draft of ["qmux-02", "qmux-01", "qmux-00"] as QMuxDraft[]) {
+  Deno.test(`our client over ${draft} publishes and subscribes through the relay`, async () => {
+    using _q = quiet();
+    const t = await startTestRelay();
+    const producer = new TrackProducer({ cache: 8 });
+    const pub = await dialOurs(t.port, { webSocket: [draft], moq: { serve: () => producer } });
+    const sub = await dialOurs(t.port, { webSocket: [draft] });
+    const quic = await dialOurs(t.port);
+    assert.equal(pub.version, "moq-lite-05");
+    pub.announce("d/cam");
+    await seeAnnounced(sub, "d/cam");
+    const subs = [sub.subscribe("d/cam", "t"), quic.subscribe("d/cam", "t")];
+    await Promise.all(subs.map((s) => s.ready));
+    const write = (seq: number) => producer.writeGroup(seq, enc.encode(`d${seq}`));
+    const readers = subs.map((s) => ourReader(s, "d"));
+    await primed(write, readers);
+    await deliverAll(write, readers);
+    const f = families(await (await t.get("/metrics")).text());
+    assert.equal(
+      sampleValue(f, "sluice_relay_sessions_total", { transport: "websocket", class: "client" }),
+      2,
+    );
+    for (const m of [pub, sub, quic] as MoqSession[]) m.close(0, "");
+    await t.stop();
+  });
+}
+
+Deno.test("WebSocket admission: 401, 403 and 400 before the upgrade, like WebTransport", async () => {
+  using _q = quiet();
+  const t = await startTestRelay({ auth: true });
+  const c = await testCertificate();
+  const roomOnly = await t.token({
+    scopes: [{ actions: ["subscribe"], broadcast: { prefix: "room" } }],
+  });
+  const offer = { "Sec-WebSocket-Protocol": "qmux-02.moq-lite-05, qmux-01.moq-lite-05" };
+  const cases: [string, Record<string, string>, number][] = [
+    ["/", offer, 401],
+    ["/?jwt=garbage", offer, 401],
+    [`/secret?jwt=${roomOnly}`, offer, 403],
+    [`/room?jwt=${roomOnly}`, { ...offer, Origin: "https://evil.example" }, 403],
+    [`/room?jwt=${roomOnly}`, { "Sec-WebSocket-Protocol": "qmux-02, webtransport" }, 400],
+    [`/room?jwt=${roomOnly}`, { "Sec-WebSocket-Protocol": "qmux-02.moq-lite-03" }, 400],
+    [`/room?jwt=${roomOnly}`, {}, 400],
+    [`/room?jwt=${roomOnly}`, { ...offer, Origin: "https://app.example" }, 101],
+    [`/room?jwt=${roomOnly}`, offer, 101],
+  ];
+  for (const [path, headers, status] of cases) {
+    assert.equal(
+      await upgradeStatus(t.port, c.certPem, path, headers),
+      status,
+      `${path} ${JSON.stringify(headers)}`,
+    );
+  }
+  // Refused upgrades never became sessions.
+  await until(async () => {
+    const f = families(await (await t.get("/metrics")).text());
+    return sampleValue(f, "sluice_relay_sessions_total", {
+      transport: "websocket",
+      class: "client",
+    }) === 2;
+  }, "the two admitted sessions counted");
+  // Our client with a good credential gets through.
+  const ok = await dialOurs(t.port, {
+    webSocket: ["qmux-02"],
+    jwt: roomOnly,
+    origin: "https://app.example",
+  });
+  ok.close(0, "");
+  // The HTTP endpoints still answer on the same port.
+  assert.equal((await t.get("/health")).status, 200);
+  await t.stop();
+});
