@@ -1,6 +1,7 @@
 import { type OriginPolicy, parseOriginPolicy } from "../http/cors.ts";
 import { type LedgerLocation, parseLedgerUri, type StoreCredentials } from "../ledger/mod.ts";
 import { pathProblem } from "../path/mod.ts";
+import { SESSION_SCHEMES } from "../transport/connect.ts";
 import { type Env, EnvReader, nonEmpty } from "./env.ts";
 import { type ListenAddress, parseBoolean, parseListenAddress } from "./parse.ts";
 import { parseRateLimit, type RateLimit } from "./rate_limit.ts";
@@ -11,7 +12,7 @@ export type { RateLimit } from "./rate_limit.ts";
 
 /** How the funnel reaches its relay (RELAY_URL and friends). */
 export interface RelayTarget {
-  /** `https:` (WebTransport) or `moqt:` (native QUIC), possibly with `?jwt=`. */
+  /** `https:` (WebTransport), `moqt:` (native QUIC) or `wss:` (WebSocket), possibly with `?jwt=`. */
   readonly url: URL;
   /** RELAY_SIGNING_KEY + RELAY_PUBLISH: sign a fresh credential for every session. */
   readonly signing?: { readonly keyFile: string; readonly publish: string };
@@ -161,9 +162,10 @@ function parseRelayUrl(value: string): URL {
   } catch {
     throw new TypeError(`"${value}" is not a URL such as https://relay.example:4433/`);
   }
-  if (url.protocol !== "https:" && url.protocol !== "moqt:") {
+  if (!SESSION_SCHEMES.includes(url.protocol)) {
     throw new TypeError(
-      `scheme "${url.protocol}" is not supported; use https: (WebTransport) or moqt: (native QUIC)`,
+      `scheme "${url.protocol}" is not supported; use https: (WebTransport), moqt: (native QUIC) ` +
+        `or wss: (WebSocket)`,
     );
   }
   if (!url.hostname) throw new TypeError(`"${value}" names no host`);

@@ -9,6 +9,7 @@
 export * from "./problem.ts";
 export * from "./cors.ts";
 export * from "./server.ts";
+export * from "./same_port.ts";
 export * from "./webtransport_admission.ts";
 export * from "./stream_body.ts";
 export * from "./websocket_upgrade.ts";

@@ -3,6 +3,7 @@ import { rateLimitedLog } from "../log/mod.ts";
 import { startMemoryTrimmer } from "../memory/mod.ts";
 import type { Verifier } from "../auth/mod.ts";
 import {
+  bindSamePort,
   originPolicy,
   problemResponse,
   qmuxUpgrade,
@@ -178,7 +179,7 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
     sessions.handle(s);
   };
   const upgrade = qmuxUpgrade({ protocols: VERSIONS, admit, onSession });
-  let bound: { listener: Listener; http: RunningServer };
+  let bound: { listener: Listener; server: RunningServer };
   try {
     bound = await bindSamePort(
       options.port,
@@ -211,7 +212,7 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
     await sessions.stop();
     throw e;
   }
-  const { listener, http } = bound;
+  const { listener, server: http } = bound;
   const port = listener.addr.port;
   ready = true;
   if (!trimmer.available) {
@@ -251,25 +252,4 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
         await http.stop();
       })(),
   };
-}
-
-/**
- * Binds the UDP listener and then the TCP server on the same port. With port
- * 0 the kernel picks a free UDP port whose TCP twin may be taken (by any
- * outgoing connection's ephemeral port), so that case retries with a new pick.
- */
-async function bindSamePort(
-  port: number,
-  udp: (port: number) => Promise<Listener>,
-  tcp: (port: number) => Promise<RunningServer>,
-): Promise<{ listener: Listener; http: RunningServer }> {
-  for (let attempt = 1;; attempt++) {
-    const listener = await udp(port);
-    try {
-      return { listener, http: await tcp(listener.addr.port) };
-    } catch (e) {
-      await listener.stop();
-      if (port !== 0 || !(e instanceof Deno.errors.AddrInUse) || attempt >= 20) throw e;
-    }
-  }
 }

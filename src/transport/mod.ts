@@ -67,3 +67,4 @@ export {
   type TransportParams,
   type WireFormat,
 } from "./qmux/mod.ts";
+export { connectSession, type ConnectSessionOptions, SESSION_SCHEMES } from "./connect.ts";

@@ -53,7 +53,7 @@ interface Fixture {
   readonly keyFile: string;
   readonly relayEnv: Record<string, string>;
   /** The funnel's environment for publishing through the relay with signed credentials only. */
-  signedFunnelEnv(scheme: "moqt" | "https"): Record<string, string>;
+  signedFunnelEnv(scheme: "moqt" | "https" | "wss"): Record<string, string>;
   readonly port: number;
   subscriberToken(): Promise<string>;
   cleanup(): Promise<void>;
@@ -195,6 +195,57 @@ Deno.test("Through sluice relay: signed credentials, records in order; the relay
       history.records.map((r: { payload: string }) => r.payload),
       ["one", "two", "three", "while down", "five"],
     );
+  } finally {
+    for (const s of sessions) s.close(0, "");
+    await stopAll(f, relay, fx);
+  }
+});
+
+Deno.test("Through sluice relay over WebSocket (RELAY_URL=wss://): records reach subscribers; a restarted relay is redialed", async () => {
+  using _q = quiet();
+  const fx = await fixture();
+  let relay = await startRelayProcess(fx.relayEnv);
+  const f = await startLiveFunnel(fx.signedFunnelEnv("wss"), { live: { redialMs: 200 } });
+  const sessions: MoqSession[] = [];
+  try {
+    assert.match(
+      f.funnel.summary.find((l) => l.startsWith("Relay:"))!,
+      /wss:\/\/localhost:\d+\/ \(WebSocket; a fresh credential/,
+    );
+    const client = f.funnel.live.relay!;
+    await until(() => client.state === "connected", "the funnel's relay session over WebSocket");
+    assert.equal(client.session?.transport.transport, "websocket");
+    await post(f.base, "room/1/chat", '"one"');
+    const jwt = await fx.subscriberToken();
+    // One subscriber over WebSocket as well, one over native QUIC.
+    const viaWs = await dialOurs(fx.port, { jwt, webSocket: ["qmux-02"] });
+    const viaQuic = await relaySubscriber(fx.port, jwt);
+    sessions.push(viaWs, viaQuic);
+    await seeAnnounced(viaWs, "room/1");
+    const subs = [viaWs, viaQuic].map((m) => m.subscribe("room/1", "chat"));
+    for (const sub of subs) {
+      assert.deepEqual(await take(sub, 1), [{ seq: 1, frame: '{"payload":"one"}' }]);
+    }
+    await post(f.base, "room/1/chat", '"two"');
+    for (const sub of subs) {
+      assert.deepEqual(await take(sub, 1), [{ seq: 2, frame: '{"payload":"two"}' }]);
+    }
+    const http = Deno.createHttpClient({ caCerts: [await Deno.readTextFile(fx.cert)] });
+    const metrics = await (await fetch(`https://localhost:${fx.port}/metrics`, { client: http }))
+      .text();
+    http.close();
+    // The funnel and one subscriber: both sessions counted as WebSocket.
+    assert.match(metrics, /sluice_relay_sessions_total\{transport="websocket",class="client"\} 2/);
+
+    await stopRelayProcess(relay);
+    await until(() => client.state === "reconnecting", "the funnel to notice");
+    relay = await startRelayProcess(fx.relayEnv);
+    await until(() => client.state === "connected" && client.sessions === 2, "a new session");
+    const again = await dialOurs(fx.port, { jwt, webSocket: ["qmux-02"] });
+    sessions.push(again);
+    await seeAnnounced(again, "room/1");
+    const resub = again.subscribe("room/1", "chat");
+    assert.deepEqual(await take(resub, 1), [{ seq: 2, frame: '{"payload":"two"}' }]);
   } finally {
     for (const s of sessions) s.close(0, "");
     await stopAll(f, relay, fx);

@@ -1,11 +1,18 @@
 import { errorText } from "../../errors/mod.ts";
 import type { Grant } from "../../auth/mod.ts";
-import { type OriginPolicy, webTransportAdmission } from "../../http/mod.ts";
+import {
+  bindSamePort,
+  type OriginPolicy,
+  problemResponse,
+  qmuxUpgrade,
+  startHttpServer,
+  webTransportAdmission,
+} from "../../http/mod.ts";
 import { type Logger, rateLimitedLog } from "../../log/mod.ts";
 import { startMemoryTrimmer } from "../../memory/mod.ts";
 import { accept, MoqError, type MoqSession, VERSIONS } from "../../moq/mod.ts";
 import { listen } from "../../transport/listener.ts";
-import type { Session } from "../../transport/mod.ts";
+import { isWebSocketUpgrade, type Session } from "../../transport/mod.ts";
 import { admitSubscriber, type CredentialCheck, mayRead } from "./admission.ts";
 import type { LivePublisher } from "./publisher.ts";
 
@@ -13,7 +20,7 @@ import type { LivePublisher } from "./publisher.ts";
 export interface LiveListenerOptions {
   /** Interface to bind. */
   readonly hostname: string;
-  /** UDP port (0 picks one). */
+  /** UDP port, and the same TCP port for WebSocket (0 picks one). */
   readonly port: number;
   /** Certificate and key, PEM. */
   readonly certPem: string;
@@ -23,7 +30,7 @@ export interface LiveListenerOptions {
   readonly publisher: LivePublisher;
   /** Credential verifier; undefined admits every subscriber. */
   readonly verifier: CredentialCheck | undefined;
-  /** CORS_ALLOWED_ORIGINS, applied to WebTransport's Origin. */
+  /** CORS_ALLOWED_ORIGINS, applied to the Origin of WebTransport and WebSocket sessions. */
   readonly cors: OriginPolicy;
   /** Where session events go. */
   readonly log: Logger;
@@ -35,7 +42,7 @@ export interface LiveListenerOptions {
 
 /** A running MoQ listener. */
 export interface LiveListener {
-  /** The bound UDP address (native QUIC and WebTransport share it). */
+  /** The bound address: UDP (native QUIC, WebTransport) and TCP (WebSocket) share the port. */
   readonly addr: Deno.NetAddr;
   /** Sessions open now. */
   readonly sessions: number;
@@ -46,8 +53,9 @@ export interface LiveListener {
 /**
  * Serves the publisher's tracks to subscribers that dial the funnel
  * directly, over native QUIC (moq-lite-05/04) and WebTransport on one UDP
- * port. With a verifier, a session needs a credential with a fetch or
- * subscribe scope: WebTransport is refused with 401/403 before it is
+ * port, and QMux over WebSocket (`wss://`) on the same TCP port. With a
+ * verifier, a session needs a credential with a fetch or subscribe scope:
+ * WebTransport and WebSocket are refused with 401/403 before they are
  * accepted; native QUIC learns the URL from SETUP and is closed with the
  * unauthorized code. Each subscription is checked against the scope too.
  *
@@ -112,31 +120,50 @@ export async function startLiveListener(options: LiveListenerOptions): Promise<L
     );
   };
 
-  const listener = await listen({
-    hostname: options.hostname,
-    port: options.port,
-    certPem: options.certPem,
-    keyPem: options.keyPem,
+  const onSession = (session: Session): void => {
+    trimmer.track(session);
+    if (stopped) {
+      session.close(0, "funnel stopping");
+      return;
+    }
+    const task = serveSession(session).catch((error) => {
+      log.error(`MoQ session ${session.remote} failed`, error);
+    });
+    tasks.add(task);
+    task.finally(() => tasks.delete(task));
+  };
+  // Unset CORS_ALLOWED_ORIGINS admits only the listener's own origin and clients that send none.
+  const admit = webTransportAdmission({
     protocols: VERSIONS,
-    // Unset CORS_ALLOWED_ORIGINS admits only the listener's own origin and clients that send none.
-    admitWebTransport: webTransportAdmission({
-      protocols: VERSIONS,
-      origins: options.cors,
-      admitCredential: (url) => admitSubscriber(url, verifier),
-    }),
-    onSession: (session) => {
-      trimmer.track(session);
-      if (stopped) {
-        session.close(0, "funnel stopping");
-        return;
-      }
-      const task = serveSession(session).catch((error) => {
-        log.error(`MoQ session ${session.remote} failed`, error);
-      });
-      tasks.add(task);
-      task.finally(() => tasks.delete(task));
-    },
+    origins: options.cors,
+    admitCredential: (url) => admitSubscriber(url, verifier),
   });
+  const upgrade = qmuxUpgrade({ protocols: VERSIONS, admit, onSession });
+  const { listener, server } = await bindSamePort(options.port, (port) =>
+    listen({
+      hostname: options.hostname,
+      port,
+      certPem: options.certPem,
+      keyPem: options.keyPem,
+      protocols: VERSIONS,
+      admitWebTransport: admit,
+      onSession,
+    }), (port) =>
+    startHttpServer(
+      (req, info) =>
+        isWebSocketUpgrade(req)
+          ? upgrade(req, info)
+          : problemResponse(404, "This port serves MoQ: WebSocket upgrades only"),
+      {
+        hostname: options.hostname,
+        port,
+        tls: { cert: options.certPem, key: options.keyPem },
+        onError: (error) => {
+          log.error("WebSocket upgrade failed", error);
+          return problemResponse(500, "The MoQ listener failed to answer");
+        },
+      },
+    ));
   let stopping: Promise<void> | undefined;
   return {
     addr: listener.addr,
@@ -149,6 +176,7 @@ export async function startLiveListener(options: LiveListenerOptions): Promise<L
         trimmer.stop();
         for (const moq of live) moq.close(0, "funnel stopping");
         await listener.stop();
+        await server.stop();
         await Promise.allSettled([...tasks]);
       })(),
   };

@@ -4,9 +4,7 @@ import { systemTimers, type Timers } from "../../timers/mod.ts";
 import type { Logger } from "../../log/mod.ts";
 import { connect, type MoqSession, VERSIONS } from "../../moq/mod.ts";
 import { normalizePath, prefixCovers } from "../../path/mod.ts";
-import { connectQuicSession } from "../../transport/quic.ts";
-import type { Session } from "../../transport/mod.ts";
-import { connectWebTransport } from "../../transport/webtransport/mod.ts";
+import { connectSession, type Session, SESSION_SCHEMES } from "../../transport/mod.ts";
 import type { LivePublisher } from "./publisher.ts";
 
 /** The relay session's state, as logged and reported. */
@@ -25,7 +23,10 @@ export type RedialTimers = Timers;
 
 /** Options of {@linkcode RelayClient}. */
 export interface RelayClientOptions {
-  /** RELAY_URL: `https:` dials WebTransport, `moqt:` native QUIC; a `jwt` parameter is kept. */
+  /**
+   * RELAY_URL: `https:` dials WebTransport, `moqt:` native QUIC, `wss:` QMux over
+   * WebSocket (`ws:` on loopback); a `jwt` parameter is kept.
+   */
   readonly url: URL;
   /** The broadcasts to announce and the tracks to serve. */
   readonly publisher: LivePublisher;
@@ -97,8 +98,8 @@ export class RelayClient {
   /** Prepares the client; {@linkcode start} dials. */
   constructor(options: RelayClientOptions) {
     const scheme = options.url.protocol;
-    if (scheme !== "https:" && scheme !== "moqt:") {
-      throw new TypeError(`Cannot dial relay "${scheme}": use https: or moqt:`);
+    if (!SESSION_SCHEMES.includes(scheme)) {
+      throw new TypeError(`Cannot dial relay "${scheme}": use https:, moqt: or wss:`);
     }
     this.#options = options;
     this.#timers = options.timers ?? systemTimers;
@@ -261,49 +262,34 @@ export class RelayClient {
       dialing.abort();
     }, timeoutMs);
     const hashes = o.serverCertificateHashes;
-    const transport: Session = await (url.protocol === "https:"
-      ? abortable(
-        connectWebTransport(url, {
-          protocols: VERSIONS,
-          ...(o.caCerts ? { caCerts: o.caCerts } : {}),
-          ...(hashes ? { serverCertificateHashes: hashes } : {}),
-          ...(o.insecure ? { insecure: true } : {}),
-          timeoutMs,
-          maxIdleTimeout: o.idleTimeoutMs ?? 10_000,
-          keepAliveInterval: Math.max(100, Math.floor((o.idleTimeoutMs ?? 10_000) / 3)),
-        }),
-        dialing.signal,
-      )
-      : connectQuicSession(url, {
-        alpn: VERSIONS,
+    const transport: Session = await abortable(
+      connectSession(url, {
+        protocols: VERSIONS,
         signal: dialing.signal,
+        timeoutMs,
         maxIdleTimeout: o.idleTimeoutMs ?? 10_000,
         keepAliveInterval: Math.max(100, Math.floor((o.idleTimeoutMs ?? 10_000) / 3)),
         ...(o.caCerts ? { caCerts: o.caCerts } : {}),
-        ...(hashes
-          ? {
-            serverCertificateHashes: hashes.map((value) => ({
-              algorithm: "sha-256" as const,
-              value,
-            })),
-          }
-          : {}),
-        // Deno's QUIC has no per-connection switch: only the process-wide
+        ...(hashes ? { serverCertificateHashes: hashes } : {}),
+        // Deno's QUIC and WebSocket have no per-connection switch: only the process-wide
         // --unsafely-ignore-certificate-errors skips verification (see below).
-      })).catch((error: unknown) => {
-        if (timedOut) throw new Error(`no answer within ${timeoutMs / 1000} s`);
-        if (o.insecure && !(error instanceof Error && error.message.includes("--unsafely"))) {
-          throw new Error(
-            `${errorText(error)} (RELAY_TLS_INSECURE takes ` +
-              `effect only when the funnel runs with --unsafely-ignore-certificate-errors; ` +
-              `RELAY_CA_FILE works without it)`,
-          );
-        }
-        throw error;
-      }).finally(() => {
-        clearTimeout(timeout);
-        this.#dialing.delete(dialing);
-      });
+        ...(o.insecure ? { insecure: true } : {}),
+      }),
+      dialing.signal,
+    ).catch((error: unknown) => {
+      if (timedOut) throw new Error(`no answer within ${timeoutMs / 1000} s`);
+      if (o.insecure && !(error instanceof Error && error.message.includes("--unsafely"))) {
+        throw new Error(
+          `${errorText(error)} (RELAY_TLS_INSECURE takes ` +
+            `effect only when the funnel runs with --unsafely-ignore-certificate-errors; ` +
+            `RELAY_CA_FILE works without it)`,
+        );
+      }
+      throw error;
+    }).finally(() => {
+      clearTimeout(timeout);
+      this.#dialing.delete(dialing);
+    });
     if (this.#stopped) {
       transport.close(0, "funnel stopping");
       return "stopped";

@@ -13,6 +13,14 @@ import {
 import { fanOut, type RecordSink } from "../sink.ts";
 import { startWorkerListener, type WorkerListener } from "./worker_listener.ts";
 
+/** How the startup line names the transport of each RELAY_URL scheme. */
+const TRANSPORT_NAMES: Readonly<Record<string, string>> = {
+  "https:": "WebTransport",
+  "moqt:": "native QUIC",
+  "wss:": "WebSocket",
+  "ws:": "WebSocket, unencrypted",
+};
+
 /** What the live side serves and where it publishes (the funnel builds it from its configuration). */
 export interface LiveConfig {
   /** RELAY_URL and friends; undefined: no relay session. */
@@ -145,7 +153,7 @@ export async function startLive(
         ...(options.onRelayState ? { onState: options.onRelayState } : {}),
       });
       relayLine = `${describeRelayUrl(target.url)} (${
-        target.url.protocol === "https:" ? "WebTransport" : "native QUIC"
+        TRANSPORT_NAMES[target.url.protocol] ?? target.url.protocol
       }; ${
         signing
           ? `a fresh credential per session publishing at "${signing.publish}"`
@@ -175,9 +183,11 @@ export async function startLive(
         ...(options.fetchEntry ? { fetchEntry: options.fetchEntry } : {}),
       });
       const at = formatAddr(listener.addr);
-      serveLine = `moqt://${at} and https://${at} (WebTransport); certificate sha256 ${
-        toHex(tls.sha256)
-      }${tls.generated ? " (generated for development)" : ` (${serve.certFile})`}`;
+      serveLine = `moqt://${at} and https://${at} (WebTransport) on UDP, wss://${at} ` +
+        `(WebSocket) on TCP; ` +
+        `certificate sha256 ${toHex(tls.sha256)}${
+          tls.generated ? " (generated for development)" : ` (${serve.certFile})`
+        }`;
     }
   } catch (error) {
     await listener?.stop();

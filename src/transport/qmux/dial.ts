@@ -27,6 +27,8 @@ export interface ConnectQMuxOptions {
   readonly origin?: string;
   /** Give up when the WebSocket is not open within this time (default 10000 ms). */
   readonly timeoutMs?: number;
+  /** Abandons the dial. */
+  readonly signal?: AbortSignal;
   /** Our transport parameters (tests and tuning). */
   readonly params?: Partial<TransportParams>;
   /** Socket bytes in flight above which writes wait. */
@@ -66,7 +68,7 @@ export async function connectQMux(url: URL, options: ConnectQMuxOptions): Promis
   if (client) init.client = client;
   const ws = new WebSocket(url, init);
   try {
-    await opened(ws, url, options.timeoutMs ?? 10_000);
+    await opened(ws, url, options.timeoutMs ?? 10_000, options.signal);
   } finally {
     client?.close();
   }
@@ -91,17 +93,28 @@ export async function connectQMux(url: URL, options: ConnectQMuxOptions): Promis
   });
 }
 
-function opened(ws: WebSocket, url: URL, timeoutMs: number): Promise<void> {
+function opened(
+  ws: WebSocket,
+  url: URL,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<void> {
   return new Promise((resolve, reject) => {
     let failure = "";
-    const timer = setTimeout(() => {
+    const giveUp = (why: string) => {
       ws.close();
-      reject(
-        new QMuxConnectError(`Cannot open QMux to "${url.href}": no answer within ${timeoutMs} ms`),
-      );
-    }, timeoutMs);
+      reject(new QMuxConnectError(`Cannot open QMux to "${url.href}": ${why}`));
+    };
+    const timer = setTimeout(() => giveUp(`no answer within ${timeoutMs} ms`), timeoutMs);
+    const onAbort = () => {
+      clearTimeout(timer);
+      giveUp("the dial was abandoned");
+    };
+    if (signal?.aborted) onAbort();
+    signal?.addEventListener("abort", onAbort, { once: true });
     ws.addEventListener("open", () => {
       clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
       resolve();
     }, { once: true });
     ws.addEventListener("error", (e) => {
@@ -109,6 +122,7 @@ function opened(ws: WebSocket, url: URL, timeoutMs: number): Promise<void> {
     }, { once: true });
     ws.addEventListener("close", () => {
       clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
       const status = /status code: (\d{3})/.exec(failure)?.[1];
       reject(
         new QMuxConnectError(
