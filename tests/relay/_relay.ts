@@ -33,6 +33,8 @@ export async function startTestRelay(
     pprof?: boolean;
     /** More relay options (peers, name, GOAWAY redirect...); peers' TLS trusts the test certificate. */
     extra?: Partial<RelayOptions>;
+    /** CORS_ALLOWED_ORIGINS (default https://app.example). */
+    cors?: readonly string[] | "*";
   } = {},
 ): Promise<TestRelay> {
   const c = await testCertificate();
@@ -53,7 +55,7 @@ export async function startTestRelay(
         tls: { certPem: c.certPem, keyPem: c.keyPem },
         groupCacheSize: options.cacheSize ?? 8,
         pprof: options.pprof ?? false,
-        corsAllowedOrigins: ["https://app.example"],
+        corsAllowedOrigins: options.cors ?? ["https://app.example"],
         verifier,
         log: (l) => logs.push(l),
         rttIntervalMs: options.rttIntervalMs ?? 0,

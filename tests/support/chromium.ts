@@ -20,6 +20,7 @@
  */
 import { chromium as playwright } from "playwright-core";
 import type { BrowserContext } from "playwright-core";
+import { fromPem, toBase64 } from "../../src/certs/mod.ts";
 
 /** Where Debian installs Chromium. */
 export const CHROMIUM_PATH = "/usr/bin/chromium";
@@ -83,4 +84,64 @@ export async function launchChromium(extraArgs: readonly string[] = []): Promise
       await Deno.remove(profile, { recursive: true }).catch(() => {});
     },
   };
+}
+
+/**
+ * The Chromium flag that makes it trust a certificate by its key, for TLS
+ * that `serverCertificateHashes` does not cover (WebSocket, fetch):
+ * `--ignore-certificate-errors-spki-list=<base64 SHA-256 of the
+ * SubjectPublicKeyInfo>`, computed from the P-256 private key (PKCS#8 PEM).
+ * Chromium honours it only with a `--user-data-dir`, which
+ * {@linkcode launchChromium} always sets.
+ */
+export async function trustKeyFlag(keyPem: string): Promise<string> {
+  const algorithm = { name: "ECDSA", namedCurve: "P-256" };
+  const key = await crypto.subtle.importKey(
+    "pkcs8",
+    fromPem("PRIVATE KEY", keyPem),
+    algorithm,
+    true,
+    [
+      "sign",
+    ],
+  );
+  // The public half of an EC private JWK is the same JWK without "d".
+  const { d: _d, key_ops: _ops, ...publicJwk } = await crypto.subtle.exportKey("jwk", key);
+  const pub = await crypto.subtle.importKey("jwk", publicJwk, algorithm, true, ["verify"]);
+  const spki = await crypto.subtle.exportKey("spki", pub);
+  const hash = new Uint8Array(await crypto.subtle.digest("SHA-256", spki));
+  return `--ignore-certificate-errors-spki-list=${toBase64(hash)}`;
+}
+
+/** A local page that loads @moq/net as the global `Moq`. */
+export interface MoqNetPage {
+  /** The page's origin, `http://127.0.0.1:<port>` (its `/` is the page). */
+  readonly origin: string;
+  /** Stops serving it. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Bundles @moq/net for the browser (tests/webtransport/browser/moq_net_entry.ts)
+ * and serves a page that loads it, from a plain-HTTP loopback origin.
+ */
+export async function serveMoqNetPage(): Promise<MoqNetPage> {
+  const entry = new URL("../webtransport/browser/moq_net_entry.ts", import.meta.url).pathname;
+  const bundle = await new Deno.Command(Deno.execPath(), {
+    args: ["bundle", "--quiet", "--platform", "browser", "--format", "esm", entry],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!bundle.success) throw new Error(new TextDecoder().decode(bundle.stderr));
+  const script = bundle.stdout;
+  const http = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    (req) =>
+      new URL(req.url).pathname === "/moq.js"
+        ? new Response(script, { headers: { "content-type": "text/javascript" } })
+        : new Response('<!doctype html><script type="module" src="/moq.js"></script>', {
+          headers: { "content-type": "text/html" },
+        }),
+  );
+  return { origin: `http://127.0.0.1:${http.addr.port}`, stop: () => http.shutdown() };
 }

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import * as Net from "@moq/net";
 import { accept, connect, type MoqSession, TrackProducer, VERSIONS } from "../../src/moq/mod.ts";
 import { asWebTransport, connectWebTransport } from "../../src/transport/webtransport/mod.ts";
-import { chromiumMissing, launchChromium } from "../support/chromium.ts";
+import { chromiumMissing, launchChromium, serveMoqNetPage } from "../support/chromium.ts";
 import { seeAnnounced } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
 import { ignoreWithout } from "../support/requires.ts";
@@ -145,36 +145,13 @@ Deno.test({
   sanitizeResources: false,
   fn: async () => {
     using _ = quiet();
-    const bundle = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "bundle",
-        "--quiet",
-        "--platform",
-        "browser",
-        "--format",
-        "esm",
-        new URL("./browser/moq_net_entry.ts", import.meta.url).pathname,
-      ],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    assert.ok(bundle.success, new TextDecoder().decode(bundle.stderr));
-    const script = bundle.stdout;
-    const http = Deno.serve(
-      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-      (req) =>
-        new URL(req.url).pathname === "/moq.js"
-          ? new Response(script, { headers: { "content-type": "text/javascript" } })
-          : new Response('<!doctype html><script type="module" src="/moq.js"></script>', {
-            headers: { "content-type": "text/html" },
-          }),
-    );
+    const http = await serveMoqNetPage();
     const t = await startServer();
     const producer = new TrackProducer({ cache: 8 });
     const browser = await launchChromium();
     try {
       const page = await browser.context.newPage();
-      await page.goto(`http://127.0.0.1:${http.addr.port}/`);
+      await page.goto(http.origin);
       await page.waitForFunction(() => "Moq" in globalThis);
       const serverP = (async () => {
         const s = await t.sessions.next();
@@ -260,7 +237,7 @@ Deno.test({
     } finally {
       await browser.close();
       await t.stop();
-      await http.shutdown();
+      await http.stop();
     }
   },
 });
