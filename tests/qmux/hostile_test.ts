@@ -5,61 +5,13 @@
  */
 import assert from "node:assert/strict";
 import { TransportCode } from "../../src/transport/qmux/errors.ts";
-import { encodeFrame, type Frame, streamFrameHeader } from "../../src/transport/qmux/frame.ts";
-import { decodeMessage } from "../../src/transport/qmux/frame_decode.ts";
+import { encodeFrame } from "../../src/transport/qmux/frame.ts";
 import { encodeTransportParams } from "../../src/transport/qmux/params.ts";
 import { connectQMux, DEFAULT_PARAMS, type QMuxSession } from "../../src/transport/qmux/mod.ts";
 import { concatBytes } from "../../src/wire/mod.ts";
 import { rawWebSocket, serveQMux } from "../support/qmux.ts";
+import { abuse, HOSTILE_CASES, PROTOCOL } from "../support/qmux_hostile.ts";
 import { until } from "../support/wait.ts";
-
-const PROTOCOL = "qmux-02.moq-lite-05";
-
-interface Outcome {
-  /** The CONNECTION_CLOSE the server sent, if any. */
-  close?: Extract<Frame, { type: "connection_close" }>;
-  /** The WebSocket close code. */
-  wsCode: number;
-}
-
-/** Opens a raw WebSocket, sends our parameters (unless `noParams`), then `abuse`. */
-async function abuse(
-  url: URL,
-  send: (ws: WebSocket) => void,
-  options: { noParams?: boolean; protocol?: string } = {},
-): Promise<Outcome> {
-  const protocol = options.protocol ?? PROTOCOL;
-  const ws = new WebSocket(url, [protocol]);
-  ws.binaryType = "arraybuffer";
-  const outcome: Outcome = { wsCode: 0 };
-  const format = protocol.startsWith("qmux-00") ? "qmux-00" : "qmux-02";
-  ws.onmessage = (e) => {
-    try {
-      for (const f of decodeMessage(new Uint8Array(e.data as ArrayBuffer), format)) {
-        if (f.type === "connection_close") outcome.close = f;
-      }
-    } catch {
-      // not our concern here
-    }
-  };
-  await new Promise<void>((resolve, reject) => {
-    ws.onopen = () => resolve();
-    ws.onerror = () => reject(new Error("handshake failed"));
-  });
-  if (!options.noParams) {
-    ws.send(encodeFrame(format, {
-      type: "transport_parameters",
-      payload: encodeTransportParams(DEFAULT_PARAMS, format),
-    }));
-  }
-  send(ws);
-  outcome.wsCode = await new Promise<number>((resolve) => (ws.onclose = (e) => resolve(e.code)));
-  return outcome;
-}
-
-function stream(id: number, offset: number, data: Uint8Array, fin = false): Uint8Array {
-  return concatBytes([streamFrameHeader("qmux-02", id, offset, data.length, fin), data]);
-}
 
 /** The server, and a check that it still serves a well-behaved client. */
 async function server() {
@@ -85,130 +37,7 @@ async function server() {
   };
 }
 
-const cases: {
-  name: string;
-  send: (ws: WebSocket) => void;
-  code: number;
-  wsCode: number | undefined;
-  noParams?: boolean;
-}[] = [
-  {
-    name: "a text message",
-    send: (ws) => ws.send("hello"),
-    code: TransportCode.PROTOCOL_VIOLATION,
-    wsCode: 1003,
-  },
-  {
-    name: "a record over our max_record_size",
-    send: (ws) => ws.send(new Uint8Array(DEFAULT_PARAMS.maxRecordSize + 1)),
-    code: TransportCode.PROTOCOL_VIOLATION,
-    wsCode: 1009,
-  },
-  {
-    name: "an unknown frame type",
-    send: (ws) => ws.send(new Uint8Array([0x21, 0x00])),
-    code: TransportCode.FRAME_ENCODING_ERROR,
-    wsCode: 1002,
-  },
-  {
-    name: "a STREAM frame for a server stream never opened",
-    send: (ws) => ws.send(stream(1, 0, new Uint8Array([1]))),
-    code: TransportCode.STREAM_STATE_ERROR,
-    wsCode: 1002,
-  },
-  {
-    name: "STOP_SENDING for the client's own uni stream",
-    send: (ws) => ws.send(encodeFrame("qmux-02", { type: "stop_sending", id: 2, code: 0 })),
-    code: TransportCode.STREAM_STATE_ERROR,
-    wsCode: 1002,
-  },
-  {
-    name: "more stream data than the stream window",
-    send: (ws) => {
-      const chunk = new Uint8Array(16000);
-      for (let off = 0; off <= DEFAULT_PARAMS.initialMaxStreamDataBidiRemote; off += chunk.length) {
-        ws.send(stream(0, off, chunk));
-      }
-    },
-    code: TransportCode.FLOW_CONTROL_ERROR,
-    wsCode: 1002,
-  },
-  {
-    name: "more data than the connection window",
-    send: (ws) => {
-      const chunk = new Uint8Array(16000);
-      // Eight streams of 160 KB: each within its window, together past 1 MiB.
-      for (let s = 0; s < 8; s++) {
-        for (let off = 0; off < 160_000; off += chunk.length) ws.send(stream(s * 4, off, chunk));
-      }
-    },
-    code: TransportCode.FLOW_CONTROL_ERROR,
-    // The peer is still sending when we close: its socket may see a reset, not our close frame.
-    wsCode: undefined,
-  },
-  {
-    name: "a RESET_STREAM final size past the window",
-    send: (ws) =>
-      ws.send(
-        encodeFrame("qmux-02", { type: "reset_stream", id: 0, code: 1, finalSize: 10_000_000 }),
-      ),
-    code: TransportCode.FLOW_CONTROL_ERROR,
-    wsCode: 1002,
-  },
-  {
-    name: "a flood of stream opens past MAX_STREAMS",
-    send: (ws) => {
-      for (let i = 0; i <= DEFAULT_PARAMS.initialMaxStreamsUni; i++) {
-        ws.send(stream(i * 4 + 2, 0, new Uint8Array([0])));
-      }
-    },
-    code: TransportCode.STREAM_LIMIT_ERROR,
-    wsCode: 1002,
-  },
-  {
-    name: "data out of order",
-    send: (ws) =>
-      ws.send(concatBytes([stream(0, 0, new Uint8Array(4)), stream(0, 10, new Uint8Array(4))])),
-    code: TransportCode.PROTOCOL_VIOLATION,
-    wsCode: 1002,
-  },
-  {
-    name: "a frame before QX_TRANSPORT_PARAMETERS (qmux-02)",
-    send: (ws) => ws.send(stream(0, 0, new Uint8Array([1]))),
-    code: TransportCode.PROTOCOL_VIOLATION,
-    wsCode: 1002,
-    noParams: true,
-  },
-  {
-    name: "a second QX_TRANSPORT_PARAMETERS",
-    send: (ws) =>
-      ws.send(encodeFrame("qmux-02", {
-        type: "transport_parameters",
-        payload: encodeTransportParams(DEFAULT_PARAMS, "qmux-02"),
-      })),
-    code: TransportCode.PROTOCOL_VIOLATION,
-    wsCode: 1002,
-  },
-  {
-    name: "a DATAGRAM larger than advertised",
-    send: (ws) =>
-      ws.send(encodeFrame("qmux-02", {
-        type: "datagram",
-        data: new Uint8Array(DEFAULT_PARAMS.maxDatagramFrameSize),
-        withLength: true,
-      })),
-    code: TransportCode.PROTOCOL_VIOLATION,
-    wsCode: 1002,
-  },
-  {
-    name: "a QX_PING response to a ping never sent",
-    send: (ws) => ws.send(encodeFrame("qmux-02", { type: "ping", response: true, sequence: 99n })),
-    code: TransportCode.PROTOCOL_VIOLATION,
-    wsCode: 1002,
-  },
-];
-
-for (const c of cases) {
+for (const c of HOSTILE_CASES) {
   Deno.test(`hostile peer: ${c.name} ends only its session`, async () => {
     const srv = await server();
     const outcome = await abuse(srv.url, c.send, c.noParams ? { noParams: true } : {});

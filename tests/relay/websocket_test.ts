@@ -8,7 +8,9 @@ import { families, sampleValue } from "../metrics/exposition.ts";
 import { testCertificate } from "../support/certs.ts";
 import { dialNet, dialOurs, seeAnnounced } from "../support/moq.ts";
 import { upgradeStatus } from "../support/qmux.ts";
+import { abuse, HOSTILE_CASES } from "../support/qmux_hostile.ts";
 import { quiet } from "../support/quiet.ts";
+import { startTcpProxy } from "../support/tcp_proxy.ts";
 import { until } from "../support/wait.ts";
 import { startTestRelay } from "./_relay.ts";
 
@@ -218,4 +220,101 @@ Deno.test("WebSocket admission: 401, 403 and 400 before the upgrade, like WebTra
   // The HTTP endpoints still answer on the same port.
   assert.equal((await t.get("/health")).status, 200);
   await t.stop();
+});
+
+Deno.test("a WebSocket subscriber that stops reading its socket is skipped forward; a fast one is not slowed", async () => {
+  using _q = quiet();
+  const t = await startTestRelay({ cacheSize: 4 });
+  const proxy = startTcpProxy("127.0.0.1", t.port);
+  const producer = new TrackProducer({ cache: 8 });
+  const pub = await dialOurs(t.port, { moq: { serve: () => producer } });
+  const fast = await dialOurs(t.port, { webSocket: ["qmux-02"] });
+  // The slow one reaches the relay through a proxy that can stop reading the relay's bytes.
+  const slow = await dialOurs(proxy.port, { webSocket: ["qmux-02"] });
+  try {
+    pub.announce("live/ws");
+    await seeAnnounced(fast, "live/ws");
+    const fs = fast.subscribe("live/ws", "t");
+    const ss = slow.subscribe("live/ws", "t");
+    await Promise.all([fs.ready, ss.ready]);
+    const fit = fs[Symbol.asyncIterator]();
+    const sit = ss[Symbol.asyncIterator]();
+    const payload = (seq: number) => {
+      const b = new Uint8Array(64 * 1024);
+      new DataView(b.buffer).setUint32(0, seq);
+      return b;
+    };
+    producer.writeGroup(1, payload(1));
+    assert.equal((await fit.next()).value?.sequence, 1);
+    assert.equal((await sit.next()).value?.sequence, 1);
+
+    proxy.holdDownstream();
+    // 400 groups of 64 KiB (25 MiB): far more than any socket buffer holds.
+    const N = 401;
+    for (let seq = 2; seq <= N; seq++) {
+      producer.writeGroup(seq, payload(seq));
+      const g = (await fit.next()).value!;
+      assert.equal(g.sequence, seq, "the fast subscriber gets every group, in order");
+      assert.equal(new DataView(g.frames[0]!.buffer, g.frames[0]!.byteOffset).getUint32(0), seq);
+    }
+    proxy.releaseDownstream();
+    const slowGot: number[] = [];
+    while (slowGot.at(-1) !== N) slowGot.push((await sit.next()).value!.sequence);
+    assert.ok(slowGot.length < N - 1, `the slow subscriber skipped (${slowGot.length} groups)`);
+    const f = families(await (await t.get("/metrics")).text());
+    assert.ok(sampleValue(f, "sluice_relay_subscriber_skips_total")! >= 1);
+  } finally {
+    for (const m of [pub, fast, slow]) m.close(0, "");
+    await proxy.close();
+    await t.stop();
+  }
+});
+
+Deno.test("hostile WebSocket peers end only their own session; the relay keeps serving", async () => {
+  using _q = quiet();
+  const t = await startTestRelay();
+  const c = await testCertificate();
+  const producer = new TrackProducer({ cache: 8 });
+  const pub = await dialOurs(t.port, { moq: { serve: () => producer } });
+  const sub = await dialOurs(t.port, { webSocket: ["qmux-02"] });
+  try {
+    pub.announce("steady/cam");
+    await seeAnnounced(sub, "steady/cam");
+    const steady = sub.subscribe("steady/cam", "t");
+    await steady.ready;
+    const it = steady[Symbol.asyncIterator]();
+    let seq = 0;
+    const stillFlowing = async () => {
+      producer.writeGroup(++seq, enc.encode(`s${seq}`));
+      assert.equal((await it.next()).value?.sequence, seq);
+    };
+    await stillFlowing();
+    // The relay reads every stream it is given (and stops those it has no use for), which
+    // frees their credit lawfully: the pure window cases are the transport tests' business.
+    for (const c2 of HOSTILE_CASES.filter((c) => !c.idleApplication)) {
+      const outcome = await abuse(new URL(`wss://localhost:${t.port}/`), c2.send, {
+        caPem: c.certPem,
+        ...(c2.noParams ? { noParams: true } : {}),
+      });
+      assert.equal(outcome.close?.code, c2.code, `${c2.name}: ${outcome.close?.reason}`);
+      if (c2.wsCode !== undefined) assert.equal(outcome.wsCode, c2.wsCode, c2.name);
+      // The WebSocket subscriber next to it keeps receiving, and new sessions are admitted.
+      await stillFlowing();
+    }
+    const fresh = await dialOurs(t.port, { webSocket: ["qmux-01"] });
+    fresh.close(0, "");
+    await until(async () => {
+      const f = families(await (await t.get("/metrics")).text());
+      return sampleValue(f, "sluice_relay_sessions_closed_total", {
+        transport: "websocket",
+        class: "client",
+        reason: "error",
+      }) !== undefined;
+    }, "the hostile sessions counted");
+    assert.equal((await t.get("/health")).status, 200);
+  } finally {
+    pub.close(0, "");
+    sub.close(0, "");
+    await t.stop();
+  }
 });

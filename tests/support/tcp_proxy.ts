@@ -18,6 +18,13 @@ export interface TcpProxy {
   stall(): void;
   /** Forwards connections again. */
   restore(): void;
+  /**
+   * Stops reading what the service sends toward its clients (a client that no
+   * longer reads its socket): the service's writes back up in its own buffers.
+   */
+  holdDownstream(): void;
+  /** Reads from the service again after {@link holdDownstream}. */
+  releaseDownstream(): void;
   /** Stops listening and closes every connection. */
   close(): Promise<void>;
 }
@@ -34,6 +41,7 @@ export function startTcpProxy(host: string, port: number): TcpProxy {
   const tasks = new Set<Promise<void>>();
   let down = false;
   let stalled = false;
+  let held: { promise: Promise<void>; resolve: () => void } | undefined;
   // Connections open when a stall began (or opened during it) never answer again.
   const hung = new Set<Deno.Conn>();
 
@@ -46,10 +54,11 @@ export function startTcpProxy(host: string, port: number): TcpProxy {
     }
   };
 
-  const pipe = async (from: Deno.Conn, to: Deno.Conn): Promise<void> => {
+  const pipe = async (from: Deno.Conn, to: Deno.Conn, downstream: boolean): Promise<void> => {
     const buffer = new Uint8Array(64 * 1024);
     try {
       while (true) {
+        while (downstream && held) await held.promise;
         const n = await from.read(buffer);
         if (n === null) break;
         if (hung.has(from) || hung.has(to)) continue; // swallowed
@@ -87,7 +96,7 @@ export function startTcpProxy(host: string, port: number): TcpProxy {
       closeQuietly(upstream);
       return closeQuietly(client);
     }
-    await Promise.all([pipe(client, upstream), pipe(upstream, client)]);
+    await Promise.all([pipe(client, upstream, false), pipe(upstream, client, true)]);
   };
 
   const track = (p: Promise<void>): void => {
@@ -129,7 +138,16 @@ export function startTcpProxy(host: string, port: number): TcpProxy {
       listener = Deno.listen({ hostname: "127.0.0.1", port: proxyPort });
       accept(listener);
     },
+    holdDownstream(): void {
+      held ??= Promise.withResolvers<void>();
+    },
+    releaseDownstream(): void {
+      held?.resolve();
+      held = undefined;
+    },
     async close(): Promise<void> {
+      held?.resolve();
+      held = undefined;
       down = true;
       listener?.close();
       listener = undefined;
