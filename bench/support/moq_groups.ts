@@ -5,6 +5,7 @@
  */
 import { accept, connect, TrackProducer } from "../../src/moq/mod.ts";
 import type { Session } from "../../src/transport/mod.ts";
+import { LatencyHistogram } from "../loadgen/latency.ts";
 
 /** Result of one measured run. */
 export interface Figures {
@@ -55,4 +56,56 @@ export async function moqGroups(
   moqClient.close(0, "");
   moqServer.close(0, "");
   return { perSecond: count / seconds, mbPerSecond: count * size / seconds / 1e6 };
+}
+
+/** Delivery latency quantiles of one paced run, in ms. */
+export interface Latency {
+  readonly p50: number;
+  readonly p99: number;
+}
+
+/**
+ * Delivery latency: the server publishes `count` one-frame groups of `size`
+ * bytes, one every `intervalMs`, each stamped with its send time; the
+ * client records when each arrives (same process, same clock).
+ */
+export async function moqLatency(
+  client: Session,
+  server: Session,
+  count: number,
+  size: number,
+  intervalMs: number,
+): Promise<Latency> {
+  const track = new TrackProducer({ cache: 8 });
+  const serverP = accept(server, { serve: () => track, maxGroupQueue: 64 });
+  const moqClient = await connect(client, { maxGroupQueue: 64 });
+  const moqServer = await serverP;
+  const stamped = () => {
+    const payload = new Uint8Array(Math.max(size, 8));
+    new DataView(payload.buffer).setFloat64(0, performance.now());
+    return payload;
+  };
+  track.writeGroup(0, stamped());
+  const it = moqClient.subscribe("bench", "data")[Symbol.asyncIterator]();
+  await it.next(); // group 0: the subscription is live
+  const histogram = new LatencyHistogram();
+  const reader = (async () => {
+    for (let n = 0; n < count; n++) {
+      const r = await it.next();
+      if (r.done) break;
+      const frame = r.value.frames[0]!;
+      histogram.record(
+        performance.now() - new DataView(frame.buffer, frame.byteOffset).getFloat64(0),
+      );
+    }
+  })();
+  for (let seq = 1; seq <= count; seq++) {
+    track.writeGroup(seq, stamped());
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+  await reader;
+  await it.return?.();
+  moqClient.close(0, "");
+  moqServer.close(0, "");
+  return { p50: histogram.quantile(0.5), p99: histogram.quantile(0.99) };
 }

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import * as Net from "@moq/net";
 import { type MoqSession, type Subscription, TrackProducer } from "../../src/moq/mod.ts";
-import type { QMuxDraft } from "../../src/transport/qmux/mod.ts";
+import { QMuxConnectError, type QMuxDraft } from "../../src/transport/qmux/mod.ts";
 import { families, sampleValue } from "../metrics/exposition.ts";
 import { testCertificate } from "../support/certs.ts";
 import { dialNet, dialOurs, seeAnnounced } from "../support/moq.ts";
@@ -210,6 +210,11 @@ Deno.test("WebSocket admission: 401, 403 and 400 before the upgrade, like WebTra
       class: "client",
     }) === 2;
   }, "the two admitted sessions counted");
+  // Our client learns the status too.
+  await assert.rejects(
+    dialOurs(t.port, { webSocket: ["qmux-02"], jwt: "garbage" }),
+    (e: unknown) => e instanceof QMuxConnectError && e.status === 401,
+  );
   // Our client with a good credential gets through.
   const ok = await dialOurs(t.port, {
     webSocket: ["qmux-02"],

@@ -31,6 +31,8 @@ export interface ConnectionOptions {
   readonly params: TransportParams;
   /** Socket bytes in flight above which sending waits. */
   readonly highWater: number;
+  /** Stream bytes that may wait in the scheduler with their writes already resolved. */
+  readonly queueBudget: number;
   /** Control bytes allowed to wait for a peer that does not read. */
   readonly maxControlBytes: number;
   /** Without flow control (legacy format): bytes we buffer for the application before giving up. */
@@ -110,6 +112,7 @@ export class QMuxConnection implements StreamHost {
     this.scheduler = new SendScheduler(sink, MIN_RECORD_SIZE, {
       records: usesRecords(options.format),
       highWater: options.highWater,
+      queueBudget: options.queueBudget,
       maxControlBytes: options.maxControlBytes,
       maxDatagrams: 64,
       onOverflow: options.onOverflow,

@@ -3,9 +3,9 @@
  * loopback address, for development) offering the application's protocols
  * over each QMux draft, newest first.
  *
- * Deno's WebSocket client reports a refused handshake's HTTP status only
- * for `ws://`; for `wss://` its error names no status, so
- * {@linkcode QMuxConnectError.status} is then undefined.
+ * The WebSocket client is our own (`ws_client.ts`): it sets TCP_NODELAY and
+ * reports the HTTP status of a refused handshake in
+ * {@linkcode QMuxConnectError.status}.
  */
 import { errorText } from "../../errors/mod.ts";
 import { formatAddr } from "../address.ts";
@@ -13,7 +13,9 @@ import type { Session } from "../session.ts";
 import { QMuxConnectError } from "./errors.ts";
 import type { TransportParams } from "./params.ts";
 import { QMuxSession } from "./session.ts";
+import type { MessageSocket } from "./socket.ts";
 import { QMUX_DRAFTS, type QMuxDraft, subprotocolOffer } from "./subprotocol.ts";
+import { openWebSocket } from "./ws_client.ts";
 
 /** Options of {@linkcode connectQMux}. */
 export interface ConnectQMuxOptions {
@@ -60,28 +62,26 @@ export async function connectQMux(url: URL, options: ConnectQMuxOptions): Promis
     );
   }
   const offer = subprotocolOffer(options.protocols, options.drafts ?? QMUX_DRAFTS);
-  const init: WebSocketOptions & { client?: Deno.HttpClient } = { protocols: offer };
-  if (options.origin !== undefined) init.headers = { origin: options.origin };
-  const client = options.caCerts?.length
-    ? Deno.createHttpClient({ caCerts: [...options.caCerts] })
-    : undefined;
-  if (client) init.client = client;
-  const ws = new WebSocket(url, init);
-  try {
-    await opened(ws, url, options.timeoutMs ?? 10_000, options.signal);
-  } finally {
-    client?.close();
-  }
-  if (!offer.includes(ws.protocol)) {
-    ws.close(1002, "Unexpected subprotocol");
+  const { socket, protocol } = await withDeadline(
+    url,
+    openWebSocket(url, {
+      protocols: offer,
+      ...(options.caCerts ? { caCerts: options.caCerts } : {}),
+      ...(options.origin !== undefined ? { headers: { origin: options.origin } } : {}),
+    }),
+    options.timeoutMs ?? 10_000,
+    options.signal,
+  );
+  if (!offer.includes(protocol)) {
+    socket.close(1002, "Unexpected subprotocol");
     throw new QMuxConnectError(
-      `Cannot open QMux to "${url.href}": the server chose subprotocol "${ws.protocol}", which was not offered`,
+      `Cannot open QMux to "${url.href}": the server chose subprotocol "${protocol}", which was not offered`,
     );
   }
   const port = url.port || (url.protocol === "wss:" ? "443" : "80");
-  return new QMuxSession(ws, {
+  return new QMuxSession(socket, {
     role: "client",
-    subprotocol: ws.protocol,
+    subprotocol: protocol,
     url: new URL(url.href),
     remote: formatAddr({
       transport: "tcp",
@@ -93,45 +93,54 @@ export async function connectQMux(url: URL, options: ConnectQMuxOptions): Promis
   });
 }
 
-function opened(
-  ws: WebSocket,
+/**
+ * Settles with `opening`, or rejects after `timeoutMs` or when `signal`
+ * aborts; a socket that opens after that is closed, so nothing is left open.
+ */
+function withDeadline<T extends { socket: MessageSocket }>(
   url: URL,
+  opening: Promise<T>,
   timeoutMs: number,
   signal: AbortSignal | undefined,
-): Promise<void> {
+): Promise<T> {
   return new Promise((resolve, reject) => {
-    let failure = "";
+    let settled = false;
     const giveUp = (why: string) => {
-      ws.close();
+      if (settled) return;
+      settled = true;
+      cleanup();
       reject(new QMuxConnectError(`Cannot open QMux to "${url.href}": ${why}`));
     };
     const timer = setTimeout(() => giveUp(`no answer within ${timeoutMs} ms`), timeoutMs);
-    const onAbort = () => {
+    const onAbort = () => giveUp("the dial was abandoned");
+    const cleanup = () => {
       clearTimeout(timer);
-      giveUp("the dial was abandoned");
+      signal?.removeEventListener("abort", onAbort);
     };
     if (signal?.aborted) onAbort();
     signal?.addEventListener("abort", onAbort, { once: true });
-    ws.addEventListener("open", () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, { once: true });
-    ws.addEventListener("error", (e) => {
-      failure = errorText((e as ErrorEvent).error ?? (e as ErrorEvent).message);
-    }, { once: true });
-    ws.addEventListener("close", () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-      const status = /status code: (\d{3})/.exec(failure)?.[1];
+    opening.then((opened) => {
+      if (settled) return opened.socket.close(1001, "Dial abandoned");
+      settled = true;
+      cleanup();
+      resolve(opened);
+    }, (err: unknown) => {
+      if (settled) return;
+      settled = true;
+      cleanup();
       reject(
-        new QMuxConnectError(
-          `Cannot open QMux to "${url.href}": ${
-            failure || "the WebSocket closed during the handshake"
-          }`,
-          status === undefined ? undefined : Number(status),
-        ),
+        err instanceof QMuxConnectError
+          ? new QMuxConnectError(`Cannot open QMux to "${url.href}": ${err.message}`, err.status, {
+            cause: err,
+          })
+          : new QMuxConnectError(
+            `Cannot open QMux to "${url.href}": ${errorText(err)}`,
+            undefined,
+            {
+              cause: err,
+            },
+          ),
       );
-    }, { once: true });
+    });
   });
 }

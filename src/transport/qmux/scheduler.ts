@@ -4,9 +4,11 @@
  * (higher first; equal orders in the order the streams were opened). On
  * qmux-01/02 several frames share one message (a record) up to the peer's
  * max_record_size. Nothing is handed to the socket while its
- * `bufferedAmount` is above the high-water mark, so a peer that reads
- * slowly holds stream writes back (their promises stay pending) instead of
- * filling our memory.
+ * `bufferedAmount` is above the high-water mark, and a stream write
+ * resolves at once only while the stream data waiting here stays within a
+ * small budget (so a write and the FIN after it share a record); beyond
+ * it, writes resolve once sent. A peer that reads slowly therefore holds
+ * writes back instead of filling our memory.
  */
 import { concatBytes } from "../../wire/mod.ts";
 
@@ -50,6 +52,8 @@ export interface SchedulerOptions {
   readonly records: boolean;
   /** Socket bytes in flight above which we wait. */
   readonly highWater: number;
+  /** Stream bytes that may wait here with their writes already resolved. */
+  readonly queueBudget: number;
   /** Control bytes allowed to wait before the peer counts as not reading (the session then ends). */
   readonly maxControlBytes: number;
   /** Datagrams allowed to wait; older ones are dropped. */
@@ -68,6 +72,7 @@ export class SendScheduler {
   readonly #o: SchedulerOptions;
   #control: Item[] = [];
   #controlBytes = 0;
+  #streamBytes = 0;
   #datagrams: Item[] = [];
   readonly #active = new Set<Lane>();
   #seq = 0;
@@ -114,20 +119,32 @@ export class SendScheduler {
     this.kick();
   }
 
-  /** Queues a STREAM frame on `lane`; resolves once it was handed to the socket. */
+  /**
+   * Queues a STREAM frame on `lane`; resolves at once while the stream data
+   * waiting stays within the budget, else once this frame was handed to the socket.
+   */
   stream(lane: Lane, header: Uint8Array, data: Uint8Array): Promise<void> {
     if (this.#closed) return Promise.reject(new Error("The session is closed"));
+    const parts = data.length > 0 ? [header, data] : [header];
+    const size = header.length + data.length;
+    this.#streamBytes += size;
+    this.#active.add(lane);
+    this.kick();
+    if (this.#streamBytes <= this.#o.queueBudget) {
+      lane.items.push({ parts, size });
+      return Promise.resolve();
+    }
     return new Promise((resolve, reject) => {
-      const parts = data.length > 0 ? [header, data] : [header];
-      lane.items.push({ parts, size: header.length + data.length, resolve, reject });
-      this.#active.add(lane);
-      this.kick();
+      lane.items.push({ parts, size, resolve, reject });
     });
   }
 
   /** Drops a lane's waiting frames (reset or stopped stream); their writes reject with `err`. */
   drop(lane: Lane, err: unknown): void {
-    for (const item of lane.items.splice(0)) item.reject?.(err);
+    for (const item of lane.items.splice(0)) {
+      this.#streamBytes -= item.size;
+      item.reject?.(err);
+    }
     this.#active.delete(lane);
   }
 
@@ -218,6 +235,7 @@ export class SendScheduler {
     } else {
       const lane = this.#best()!;
       lane.items.shift();
+      this.#streamBytes -= item.size;
       if (lane.items.length === 0) this.#active.delete(lane);
     }
   }

@@ -23,6 +23,7 @@ import { decodeMessage } from "./frame_decode.ts";
 import { effectiveIdleTimeout, KeepAlive } from "./keepalive.ts";
 import { encodeTransportParams, type TransportParams } from "./params.ts";
 import { applyFrame, type SessionEvents } from "./receive.ts";
+import { type MessageSocket, webSocketSocket } from "./socket.ts";
 import { parseSubprotocol, usesRecords, type WireFormat } from "./subprotocol.ts";
 
 /** Our transport parameters unless told otherwise. */
@@ -76,7 +77,7 @@ export class QMuxSession implements Session {
   readonly remote: string;
   /** Resolves when the session ends (never rejects). */
   readonly closed: Promise<SessionCloseInfo>;
-  readonly #ws: WebSocket;
+  readonly #socket: MessageSocket;
   readonly #conn: QMuxConnection;
   readonly #bidi = new DropOldestQueue<StreamPair>();
   readonly #uni = new DropOldestQueue<StreamPair>();
@@ -89,9 +90,13 @@ export class QMuxSession implements Session {
   #lastPingSeen: bigint | undefined;
   readonly #events: SessionEvents;
 
-  /** Runs QMux on `ws` (open, or still opening on a server before its upgrade response went out). */
-  constructor(ws: WebSocket, options: QMuxSessionOptions) {
-    this.#ws = ws;
+  /**
+   * Runs QMux on `socket` (open, or still opening on a server before its
+   * upgrade response went out); a Deno WebSocket is adapted.
+   */
+  constructor(socket: MessageSocket | WebSocket, options: QMuxSessionOptions) {
+    if (!("listen" in socket)) socket = webSocketSocket(socket);
+    this.#socket = socket;
     this.#now = options.now ?? Date.now;
     const negotiated = parseSubprotocol(options.subprotocol);
     this.format = negotiated.format;
@@ -111,6 +116,7 @@ export class QMuxSession implements Session {
       role: options.role,
       params,
       highWater: options.highWater ?? 256 * 1024,
+      queueBudget: 64 * 1024,
       maxControlBytes: 1 << 20,
       legacyBufferLimit: 4 << 20,
       legacyStreamLimit: 1000,
@@ -119,18 +125,7 @@ export class QMuxSession implements Session {
         this.#drop("The peer does not read what we send", WebSocketCode.POLICY_VIOLATION),
       onSent: () => this.#keepAlive?.sent(),
     };
-    this.#conn = new QMuxConnection(
-      {
-        get open() {
-          return ws.readyState === WebSocket.OPEN;
-        },
-        get bufferedAmount() {
-          return ws.bufferedAmount;
-        },
-        send: (m) => ws.send(m),
-      },
-      connection,
-    );
+    this.#conn = new QMuxConnection(socket, connection);
     this.#events = {
       peerClosed: (code, reason, error) => this.#peerClosed(code, reason, error),
       datagram: (data) => this.#datagrams.push(data),
@@ -144,11 +139,12 @@ export class QMuxSession implements Session {
         }
       },
     };
-    ws.binaryType = "arraybuffer";
-    ws.addEventListener("open", () => this.#conn.scheduler.kick());
-    ws.addEventListener("message", (e) => this.#onMessage(e.data));
-    ws.addEventListener("close", (e) => {
-      this.#finish({ code: e.code, reason: e.reason || "The WebSocket closed", dropped: true });
+    socket.listen({
+      open: () => this.#conn.scheduler.kick(),
+      message: (data) => this.#onMessage(data),
+      close: (code, reason) => {
+        this.#finish({ code, reason: reason || "The WebSocket closed", dropped: true });
+      },
     });
     if (this.#conn.flow) {
       this.#conn.control({
@@ -235,18 +231,18 @@ export class QMuxSession implements Session {
     if (this.#done) throw new SessionClosedError("QMux session is closed");
   }
 
-  #onMessage(data: unknown): void {
+  #onMessage(data: Uint8Array | string): void {
     if (this.#done) return;
     this.#keepAlive?.received();
     try {
-      if (!(data instanceof ArrayBuffer)) {
+      if (typeof data === "string") {
         throw new QMuxProtocolError(
           TransportCode.PROTOCOL_VIOLATION,
           "Text messages are not allowed in QMux",
           WebSocketCode.UNSUPPORTED_DATA,
         );
       }
-      const message = new Uint8Array(data);
+      const message = data;
       this.#checkSize(message.length);
       const hadParams = this.#conn.paramsReceived;
       for (const frame of decodeMessage(message, this.format)) {
@@ -340,15 +336,11 @@ export class QMuxSession implements Session {
   }
 
   #closeSocket(code: number, reason: string): void {
-    try {
-      // Close reasons are limited to 123 bytes (RFC 6455 §5.5).
-      this.#ws.close(
-        code,
-        new TextDecoder().decode(new TextEncoder().encode(reason).subarray(0, 120)),
-      );
-    } catch {
-      // already closing
-    }
+    // Close reasons are limited to 123 bytes (RFC 6455 §5.5).
+    this.#socket.close(
+      code,
+      new TextDecoder().decode(new TextEncoder().encode(reason).subarray(0, 120)),
+    );
   }
 
   #finish(info: SessionCloseInfo): void {
