@@ -8,9 +8,12 @@
  *     [--latency-groups N] [--interval MS] [--draft qmux-02]
  *
  * Throughput: `--groups` groups with at most `--window` unread. Latency: one
- * group every `--interval` ms, send to delivery, p50 and p99. Prints each
- * figure and its ratio to native QUIC, and for scale Deno's own WebSocket
- * over the same TLS port sending one bare message per group (no QMux, no moq).
+ * group every `--interval` ms, send to delivery, p50 and p99. Both
+ * directions: the server publishing (as a relay or the funnel's listener
+ * does toward subscribers) and the client publishing (as the funnel does
+ * toward its relay). Prints each figure and its ratio to native QUIC in the
+ * same direction, and for scale Deno's own WebSocket over the same TLS port
+ * sending one bare message per group (no QMux, no moq).
  */
 import { generateDevCertificate } from "../src/certs/mod.ts";
 import { bindSamePort, qmuxUpgrade, startHttpServer } from "../src/http/mod.ts";
@@ -19,7 +22,13 @@ import { connectQMux, type QMuxDraft } from "../src/transport/qmux/mod.ts";
 import { admitAny, connectWebTransport, listen } from "../src/transport/mod.ts";
 import { connectQuicSession } from "../src/transport/quic.ts";
 import type { Session } from "../src/transport/session.ts";
-import { type Figures, type Latency, moqGroups, moqLatency } from "./support/moq_groups.ts";
+import {
+  type Figures,
+  type Latency,
+  moqGroups,
+  moqLatency,
+  type Publisher,
+} from "./support/moq_groups.ts";
 
 function arg(name: string, fallback: string): string {
   const i = Deno.args.indexOf(`--${name}`);
@@ -108,16 +117,22 @@ async function pair(kind: Kind): Promise<{ client: Session; server: Session }> {
   return { client, server: await nextServerSession() };
 }
 
-async function throughput(kind: Kind, count: number, size: number, window: number) {
+async function throughput(
+  kind: Kind,
+  from: Publisher,
+  count: number,
+  size: number,
+  window: number,
+) {
   const { client, server } = await pair(kind);
-  const figures = await moqGroups(client, server, count, size, window);
+  const figures = await moqGroups(client, server, count, size, window, from);
   await client.closed;
   return figures;
 }
 
-async function latency(kind: Kind, count: number, size: number, intervalMs: number) {
+async function latency(kind: Kind, from: Publisher, count: number, size: number, every: number) {
   const { client, server } = await pair(kind);
-  const figures = await moqLatency(client, server, count, size, intervalMs);
+  const figures = await moqLatency(client, server, count, size, every, from);
   await client.closed;
   return figures;
 }
@@ -134,40 +149,42 @@ const names: Record<Kind, string> = {
   websocket: `WebSocket (${draft})`,
 };
 
-for (const kind of kinds) await throughput(kind, 3000, size, window); // warm-up (JIT)
+for (const kind of kinds) await throughput(kind, "server", 3000, size, window); // warm-up (JIT)
 await bareThroughput(3000, size, window);
-const rates = new Map<Kind, Figures>();
-const delays = new Map<Kind, Latency>();
-for (const kind of kinds) rates.set(kind, await throughput(kind, groups, size, window));
-for (const kind of kinds) delays.set(kind, await latency(kind, latencyGroups, size, interval));
-const bareRate = await bareThroughput(groups, size, window);
-
-const quicRate = rates.get("quic")!.perSecond;
-const quicDelay = delays.get("quic")!;
 console.log(
   `${groups} one-frame moq-lite-05 groups of ${size} B, window ${window}; latency over ` +
     `${latencyGroups} groups, one every ${interval} ms:`,
 );
-console.log(
-  `${"".padEnd(22)} ${"groups/s".padStart(9)} ${"ratio".padStart(6)}  ${"p50 ms".padStart(7)} ${
-    "ratio".padStart(6)
-  }  ${"p99 ms".padStart(7)} ${"ratio".padStart(6)}`,
-);
-for (const kind of kinds) {
-  const r = rates.get(kind)!;
-  const d = delays.get(kind)!;
+for (const from of ["server", "client"] as const) {
+  const rates = new Map<Kind, Figures>();
+  const delays = new Map<Kind, Latency>();
+  for (const kind of kinds) rates.set(kind, await throughput(kind, from, groups, size, window));
+  for (const kind of kinds) {
+    delays.set(kind, await latency(kind, from, latencyGroups, size, interval));
+  }
+  const quicRate = rates.get("quic")!.perSecond;
+  const quicDelay = delays.get("quic")!;
   console.log(
-    `${names[kind].padEnd(22)} ${r.perSecond.toFixed(0).padStart(9)} ${
-      (r.perSecond / quicRate).toFixed(2).padStart(6)
-    }  ${d.p50.toFixed(1).padStart(7)} ${(d.p50 / quicDelay.p50).toFixed(2).padStart(6)}  ${
-      d.p99.toFixed(1).padStart(7)
-    } ${(d.p99 / quicDelay.p99).toFixed(2).padStart(6)}`,
+    `\n${from} publishes    ${"groups/s".padStart(9)} ${"ratio".padStart(6)}  ${
+      "p50 ms".padStart(7)
+    } ${"ratio".padStart(6)}  ${"p99 ms".padStart(7)} ${"ratio".padStart(6)}`,
   );
+  for (const kind of kinds) {
+    const r = rates.get(kind)!;
+    const d = delays.get(kind)!;
+    console.log(
+      `${names[kind].padEnd(22)} ${r.perSecond.toFixed(0).padStart(9)} ${
+        (r.perSecond / quicRate).toFixed(2).padStart(6)
+      }  ${d.p50.toFixed(1).padStart(7)} ${(d.p50 / quicDelay.p50).toFixed(2).padStart(6)}  ${
+        d.p99.toFixed(1).padStart(7)
+      } ${(d.p99 / quicDelay.p99).toFixed(2).padStart(6)}`,
+    );
+  }
 }
+const bareRate = await bareThroughput(groups, size, window);
 console.log(
-  `${"bare wss:// messages".padEnd(22)} ${bareRate.toFixed(0).padStart(9)} ${
-    (bareRate / quicRate).toFixed(2).padStart(6)
-  }  (one ${size} B message per group: Deno's WebSocket alone)`,
+  `\nbare wss:// messages, client to server, one ${size} B message per group ` +
+    `(Deno's WebSocket alone): ${bareRate.toFixed(0)}/s`,
 );
 await listener.stop();
 await server.stop();

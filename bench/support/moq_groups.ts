@@ -1,9 +1,10 @@
 /**
- * The moq-lite measurement both transport benchmarks share: a server
- * publishes `count` one-frame groups of `size` bytes, a client subscribes,
- * and the writer keeps at most `window` groups unread.
+ * The moq-lite measurements the transport benchmarks share: one side
+ * publishes `count` one-frame groups of `size` bytes (the server unless
+ * told otherwise), the other subscribes, and the writer keeps at most
+ * `window` groups unread.
  */
-import { accept, connect, TrackProducer } from "../../src/moq/mod.ts";
+import { accept, connect, type MoqSession, TrackProducer } from "../../src/moq/mod.ts";
 import type { Session } from "../../src/transport/mod.ts";
 import { LatencyHistogram } from "../loadgen/latency.ts";
 
@@ -15,6 +16,25 @@ export interface Figures {
   readonly mbPerSecond: number;
 }
 
+/** Which end of the session pair publishes. */
+export type Publisher = "server" | "client";
+
+/** moq sessions on both ends; `publisher` serves `track`. */
+async function moqPair(
+  client: Session,
+  server: Session,
+  publisher: Publisher,
+  track: TrackProducer,
+  queue: number,
+): Promise<{ pub: MoqSession; sub: MoqSession }> {
+  const serving = { serve: () => track, maxGroupQueue: queue };
+  const plain = { maxGroupQueue: queue };
+  const serverP = accept(server, publisher === "server" ? serving : plain);
+  const c = await connect(client, publisher === "client" ? serving : plain);
+  const s = await serverP;
+  return publisher === "server" ? { pub: s, sub: c } : { pub: c, sub: s };
+}
+
 /** Runs the group loop over an already connected session pair; closes both moq sessions. */
 export async function moqGroups(
   client: Session,
@@ -22,14 +42,13 @@ export async function moqGroups(
   count: number,
   size: number,
   window: number,
+  publisher: Publisher = "server",
 ): Promise<Figures> {
   const track = new TrackProducer({ cache: window * 2 });
-  const serverP = accept(server, { serve: () => track, maxGroupQueue: window * 2 });
-  const moqClient = await connect(client, { maxGroupQueue: window * 2 });
-  const moqServer = await serverP;
+  const { pub, sub } = await moqPair(client, server, publisher, track, window * 2);
   const payload = new Uint8Array(size).fill(7);
   track.writeGroup(0, payload);
-  const it = moqClient.subscribe("bench", "data")[Symbol.asyncIterator]();
+  const it = sub.subscribe("bench", "data")[Symbol.asyncIterator]();
   await it.next(); // group 0: the subscription is live
   let received = 0;
   let wake: (() => void) | undefined;
@@ -49,12 +68,12 @@ export async function moqGroups(
   }
   await reader;
   const seconds = (performance.now() - start) / 1000;
-  if (moqServer.stats.groupsSkipped > 0 || received !== count) {
-    throw new Error(`groups skipped: ${moqServer.stats.groupsSkipped}, received ${received}`);
+  if (pub.stats.groupsSkipped > 0 || received !== count) {
+    throw new Error(`groups skipped: ${pub.stats.groupsSkipped}, received ${received}`);
   }
   await it.return?.();
-  moqClient.close(0, "");
-  moqServer.close(0, "");
+  client.close(0, "");
+  server.close(0, "");
   return { perSecond: count / seconds, mbPerSecond: count * size / seconds / 1e6 };
 }
 
@@ -75,18 +94,17 @@ export async function moqLatency(
   count: number,
   size: number,
   intervalMs: number,
+  publisher: Publisher = "server",
 ): Promise<Latency> {
   const track = new TrackProducer({ cache: 8 });
-  const serverP = accept(server, { serve: () => track, maxGroupQueue: 64 });
-  const moqClient = await connect(client, { maxGroupQueue: 64 });
-  const moqServer = await serverP;
+  const { sub } = await moqPair(client, server, publisher, track, 64);
   const stamped = () => {
     const payload = new Uint8Array(Math.max(size, 8));
     new DataView(payload.buffer).setFloat64(0, performance.now());
     return payload;
   };
   track.writeGroup(0, stamped());
-  const it = moqClient.subscribe("bench", "data")[Symbol.asyncIterator]();
+  const it = sub.subscribe("bench", "data")[Symbol.asyncIterator]();
   await it.next(); // group 0: the subscription is live
   const histogram = new LatencyHistogram();
   const reader = (async () => {
@@ -105,7 +123,7 @@ export async function moqLatency(
   }
   await reader;
   await it.return?.();
-  moqClient.close(0, "");
-  moqServer.close(0, "");
+  client.close(0, "");
+  server.close(0, "");
   return { p50: histogram.quantile(0.5), p99: histogram.quantile(0.99) };
 }
