@@ -15,7 +15,7 @@ export interface LoadgenOptions {
   /** Concurrent dials per worker. */
   readonly concurrency: number;
   /** Transport of the subscribers. */
-  readonly transport: "quic" | "webtransport";
+  readonly transport: "quic" | "webtransport" | "websocket";
   /** Extra environment for the spawned relay (e.g. DENO_V8_FLAGS). */
   readonly relayEnv: Record<string, string>;
   /** Seconds to wait after the sessions are up before measuring. */
@@ -29,7 +29,7 @@ export interface LoadgenOptions {
 }
 
 const USAGE = `Usage: deno task loadgen [--subscribers N] [--rate GROUPS_PER_S] [--size BYTES]
-  [--duration S] [--workers W] [--concurrency C] [--transport quic|webtransport]
+  [--duration S] [--workers W] [--concurrency C] [--transport quic|webtransport|websocket]
   [--relay-env K=V]... [--settle S] [--ramp-timeout S] [--auth] [--json]
 
 Starts a relay process on a free port, one publisher and N subscriber sessions
@@ -44,7 +44,7 @@ export function parseLoadgenArgs(args: readonly string[]): LoadgenOptions {
     duration: 10,
     workers: 1,
     concurrency: 16,
-    transport: "quic" as "quic" | "webtransport",
+    transport: "quic" as "quic" | "webtransport" | "websocket",
     relayEnv: {} as Record<string, string>,
     settle: 2,
     rampTimeout: 30,
@@ -95,8 +95,10 @@ export function parseLoadgenArgs(args: readonly string[]): LoadgenOptions {
         i++;
         break;
       case "--transport":
-        if (v !== "quic" && v !== "webtransport") {
-          throw new TypeError(`--transport must be quic or webtransport, got "${v ?? ""}"`);
+        if (v !== "quic" && v !== "webtransport" && v !== "websocket") {
+          throw new TypeError(
+            `--transport must be quic, webtransport or websocket, got "${v ?? ""}"`,
+          );
         }
         o.transport = v;
         i++;

@@ -3,10 +3,12 @@
 /** What a worker is told to do. */
 export interface WorkerStart {
   readonly type: "start";
-  /** Relay URL (moqt:// for native QUIC, https:// for WebTransport). */
+  /** Relay URL (moqt:// native QUIC, https:// WebTransport, wss:// WebSocket). */
   readonly url: string;
   /** SHA-256 of the relay certificate. */
   readonly certSha256: Uint8Array;
+  /** The relay certificate, PEM (WebSocket trusts it as a root: it cannot pin a hash). */
+  readonly certPem: string;
   /** Sessions this worker holds. */
   readonly sessions: number;
   /** Concurrent dials. */
@@ -14,8 +16,8 @@ export interface WorkerStart {
   /** Broadcast path and track. */
   readonly path: string;
   readonly track: string;
-  /** "quic" or "webtransport". */
-  readonly transport: "quic" | "webtransport";
+  /** "quic", "webtransport" or "websocket". */
+  readonly transport: "quic" | "webtransport" | "websocket";
 }
 
 /** Start or stop counting groups (the measurement window, by sequence). */

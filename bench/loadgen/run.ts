@@ -10,6 +10,9 @@ import { type LoadgenOptions, parseLoadgenArgs } from "./args.ts";
 import { cpuTicks, relayPid, rssMib } from "./proc_stats.ts";
 import { bucketQuantile, scrape } from "./relay_scrape.ts";
 
+/** The relay URL scheme of each subscriber transport. */
+const SCHEMES = { quic: "moqt:", webtransport: "https:", websocket: "wss:" } as const;
+
 /** What a run measured. */
 export interface LoadgenResult {
   subscribers: number;
@@ -165,9 +168,9 @@ export async function loadgen(
       const share = w === o.workers - 1 ? o.subscribers - per * (o.workers - 1) : per;
       const start: ToWorker = {
         type: "start",
-        url: (o.transport === "quic" ? `moqt://localhost:${port}/` : `https://localhost:${port}/`) +
-          q(auth?.subscriber),
+        url: `${SCHEMES[o.transport]}//localhost:${port}/${q(auth?.subscriber)}`,
         certSha256: cert.sha256,
+        certPem: cert.certPem,
         sessions: share,
         concurrency: o.concurrency,
         path,

@@ -6,6 +6,7 @@ import { connect, type MoqSession, VERSIONS } from "../../src/moq/mod.ts";
 import { quicSession } from "../../src/transport/quic.ts";
 import type { Session } from "../../src/transport/mod.ts";
 import { connectWebTransport } from "../../src/transport/webtransport/mod.ts";
+import { connectQMux } from "../../src/transport/qmux/mod.ts";
 import { LatencyHistogram } from "./latency.ts";
 import { sentAt, type ToWorker, wallNow, type WorkerStart } from "./protocol.ts";
 
@@ -30,6 +31,14 @@ let stopping = false;
 
 async function dial(cfg: WorkerStart): Promise<Session> {
   const url = new URL(cfg.url);
+  if (cfg.transport === "websocket") {
+    // As browsers grant (@moq/qmux: 100 uni streams).
+    return await connectQMux(url, {
+      protocols: VERSIONS,
+      caCerts: [cfg.certPem],
+      params: { initialMaxStreamsUni: 100 },
+    });
+  }
   if (cfg.transport === "webtransport") {
     return await connectWebTransport(url, {
       protocols: VERSIONS,

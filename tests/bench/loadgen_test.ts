@@ -23,6 +23,7 @@ Deno.test("loadgen arguments are parsed and bad ones named", () => {
   assert.deepEqual(o.relayEnv, { DENO_V8_FLAGS: "--max-semi-space-size=32" });
   assert.throws(() => parseLoadgenArgs(["--size", "4"]), /--size/);
   assert.throws(() => parseLoadgenArgs(["--transport", "tcp"]), /--transport/);
+  assert.equal(parseLoadgenArgs(["--transport", "websocket"]).transport, "websocket");
   assert.throws(() => parseLoadgenArgs(["--bogus"]), /Unknown argument/);
 });
 
@@ -35,21 +36,24 @@ Deno.test("latency quantiles come from 0.1 ms buckets", () => {
   assert.ok(Number.isNaN(new LatencyHistogram().quantile(0.5)));
 });
 
-Deno.test("loadgen holds sessions on a real relay process and measures delivery", async () => {
-  const lines: string[] = [];
-  const r = await loadgen({
-    ...parseLoadgenArgs([]),
-    subscribers: 4,
-    rate: 20,
-    size: 64,
-    duration: 1,
-    settle: 0,
-  }, (l) => lines.push(l));
-  assert.equal(r.held, 4);
-  assert.equal(r.failed, 0);
-  assert.ok(r.latency_ms.samples > 0, "latency was sampled");
-  assert.ok(r.loss_percent >= 0 && r.loss_percent <= 100);
-  assert.ok(r.relay_rss_mib > 0);
-  assert.ok(lines.some((l) => l.startsWith("measure 1/1s")), "progress lines are printed");
-  assert.match(formatResult(r), /sessions held 4/);
-});
+for (const transport of ["quic", "websocket"] as const) {
+  Deno.test(`loadgen holds ${transport} sessions on a real relay process and measures delivery`, async () => {
+    const lines: string[] = [];
+    const r = await loadgen({
+      ...parseLoadgenArgs([]),
+      transport,
+      subscribers: 4,
+      rate: 20,
+      size: 64,
+      duration: 1,
+      settle: 0,
+    }, (l) => lines.push(l));
+    assert.equal(r.held, 4);
+    assert.equal(r.failed, 0);
+    assert.ok(r.latency_ms.samples > 0, "latency was sampled");
+    assert.ok(r.loss_percent >= 0 && r.loss_percent <= 100);
+    assert.ok(r.relay_rss_mib > 0);
+    assert.ok(lines.some((l) => l.startsWith("measure 1/1s")), "progress lines are printed");
+    assert.match(formatResult(r), /sessions held 4/);
+  });
+}
