@@ -3,6 +3,7 @@
 import { loadFunnelConfig } from "../../src/config/funnel.ts";
 import { type FunnelDependencies, type RunningFunnel, startFunnel } from "../../src/funnel/mod.ts";
 import { silentLogger } from "../../src/log/mod.ts";
+import type * as Net from "@moq/net";
 import type { ReceivedGroup, Subscription } from "../../src/moq/mod.ts";
 import { testCertificateFiles } from "../support/certs.ts";
 
@@ -61,6 +62,18 @@ export async function take(sub: Subscription, n: number): Promise<Got[]> {
     const r: IteratorResult<ReceivedGroup> = await it.next();
     if (r.done) throw new Error(`Subscription ended after ${out.length} of ${n} groups`);
     out.push({ seq: r.value.sequence, frame: decoder.decode(r.value.frames[0]) });
+  }
+  return out;
+}
+
+/** Reads the next `n` groups of an @moq/net subscription. */
+export async function takeNet(sub: Net.Track.Subscriber, n: number): Promise<Got[]> {
+  const out: Got[] = [];
+  while (out.length < n) {
+    const group = await sub.recvGroup();
+    if (!group) throw new Error("@moq/net subscription ended early");
+    const frame = await group.readFrame();
+    out.push({ seq: group.sequence, frame: decoder.decode(frame?.payload) });
   }
   return out;
 }

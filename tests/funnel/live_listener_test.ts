@@ -6,7 +6,7 @@ import { MoqError } from "../../src/moq/mod.ts";
 import { announcedPaths, dialNet, dialOurs } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
 import { until } from "../support/wait.ts";
-import { post, send, startLiveFunnel, take } from "./live_helpers.ts";
+import { post, send, startLiveFunnel, take, takeNet } from "./live_helpers.ts";
 
 const decoder = new TextDecoder();
 
@@ -39,14 +39,7 @@ Deno.test("PUT then POSTs: waiting subscribers (ours over QUIC and WebTransport,
     const want = bodies.map((b, i) => ({ seq: i + 1, frame: `{"payload":${b}}` }));
     for (const sub of subs) assert.deepEqual(await take(sub, bodies.length), want);
 
-    const netGot: { seq: number; frame: string }[] = [];
-    while (netGot.length < bodies.length) {
-      const group = await netSub.recvGroup();
-      assert.ok(group, "@moq/net subscription ended early");
-      const frame = await group.readFrame();
-      netGot.push({ seq: group.sequence, frame: decoder.decode(frame?.payload) });
-    }
-    assert.deepEqual(netGot, want);
+    assert.deepEqual(await takeNet(netSub, bodies.length), want);
     netSub.close();
   } finally {
     for (const m of [quic05, quic04, wt]) m.close(0, "");

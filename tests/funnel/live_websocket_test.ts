@@ -14,9 +14,7 @@ import { dialNet, dialOurs } from "../support/moq.ts";
 import { upgradeStatus } from "../support/qmux.ts";
 import { quiet } from "../support/quiet.ts";
 import { until } from "../support/wait.ts";
-import { post, send, startLiveFunnel, take } from "./live_helpers.ts";
-
-const decoder = new TextDecoder();
+import { post, send, startLiveFunnel, take, takeNet } from "./live_helpers.ts";
 
 Deno.test("Subscribers over WebSocket (ours on every draft, @moq/net falling back) get every record", async () => {
   using _q = quiet();
@@ -43,14 +41,7 @@ Deno.test("Subscribers over WebSocket (ours on every draft, @moq/net falling bac
     for (const body of bodies) await post(f.base, "room/1/chat", body);
     const want = bodies.map((b, i) => ({ seq: i + 1, frame: `{"payload":${b}}` }));
     for (const sub of subs) assert.deepEqual(await take(sub, bodies.length), want);
-    const netGot: { seq: number; frame: string }[] = [];
-    while (netGot.length < bodies.length) {
-      const group = await netSub.recvGroup();
-      assert.ok(group, "@moq/net subscription ended early");
-      const frame = await group.readFrame();
-      netGot.push({ seq: group.sequence, frame: decoder.decode(frame?.payload) });
-    }
-    assert.deepEqual(netGot, want);
+    assert.deepEqual(await takeNet(netSub, bodies.length), want);
     netSub.close();
   } finally {
     for (const m of [...ours, quic]) m.close(0, "");
