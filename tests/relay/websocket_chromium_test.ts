@@ -15,9 +15,18 @@ import {
 import { dialOurs, seeAnnounced } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
 import { ignoreWithout } from "../support/requires.ts";
+import { until } from "../support/wait.ts";
 import { startTestRelay } from "./_relay.ts";
 
 const GROUPS = 300;
+const BATCH = 8;
+
+/** What the page keeps in globals between evaluations. */
+interface PageGlobals {
+  got: number[];
+  write(k: number): void;
+  conn: { close(): void };
+}
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
@@ -62,75 +71,101 @@ Deno.test({
       await seeAnnounced(quicSub, "quic/cam");
       const ourSub = quicSub.subscribe("quic/cam", "t");
       await ourSub.ready;
-      const browserReading = page.evaluate(async (n) => {
+      // Both phases are paced by the slowest reader, BATCH groups at a time, so the
+      // relay's real per-subscriber bound (GROUP_CACHE_SIZE) never skips anyone ahead.
+      const ourGot: number[] = [];
+      void (async () => {
+        for await (const g of ourSub) {
+          assert.equal(dec.decode(g.frames[0]), `q${g.sequence}`);
+          ourGot.push(g.sequence);
+        }
+      })().catch(() => {});
+      await page.evaluate(() => {
         // deno-lint-ignore no-explicit-any
         const g = globalThis as any;
         const sub = g.conn.consume(g.Moq.Path.from("quic/cam")).track("t").subscribe({
           priority: 1,
         });
-        const got: number[] = [];
-        while (got.length < n) {
-          const group = await sub.recvGroup();
-          if (!group) break;
-          const frame = await group.readFrame();
-          const text = new TextDecoder().decode(frame.payload);
-          if (text !== `q${group.sequence}`) throw new Error(`group ${group.sequence}: ${text}`);
-          got.push(group.sequence);
-        }
-        sub.close();
-        return got;
-      }, GROUPS);
-      // The browser subscribes in the background and starts at the latest group: keep
-      // writing, paced, until it has GROUPS consecutive ones.
-      let done = false;
-      void browserReading.finally(() => (done = true)).catch(() => {});
-      const ourGot: number[] = [];
-      const ourIt = ourSub[Symbol.asyncIterator]();
-      for (let seq = 1; !done; seq++) {
-        producer.writeGroup(seq, enc.encode(`q${seq}`));
-        const r = await ourIt.next();
-        assert.equal(dec.decode(r.value!.frames[0]), `q${seq}`);
-        ourGot.push(r.value!.sequence);
-        await new Promise((r) => setTimeout(r, 1));
+        g.got = [];
+        g.reading = (async () => {
+          for (;;) {
+            const group = await sub.recvGroup();
+            if (!group) return;
+            const frame = await group.readFrame();
+            const text = new TextDecoder().decode(frame.payload);
+            if (text !== `q${group.sequence}`) throw new Error(`group ${group.sequence}: ${text}`);
+            g.got.push(group.sequence);
+          }
+        })();
+      });
+      const browserGot = () =>
+        page.evaluate(() => (globalThis as unknown as PageGlobals).got.length);
+      // The browser's subscription starts at the latest group: write until it has one.
+      let seq = 0;
+      while ((await browserGot()) === 0) {
+        assert.ok(seq < 500, "the browser's subscription never received a group");
+        producer.writeGroup(++seq, enc.encode(`q${seq}`));
+        await new Promise((r) => setTimeout(r, 20));
       }
-      const got = await browserReading;
-      assert.equal(got.length, GROUPS);
-      for (let i = 1; i < got.length; i++) assert.equal(got[i], got[i - 1]! + 1, "consecutive");
-      assert.ok(ourGot.length >= GROUPS);
+      // Live now: every group written from here on must reach the browser.
+      const first = seq + 1;
+      const seen = () => page.evaluate(() => [...(globalThis as unknown as PageGlobals).got]);
+      while (seq < first + GROUPS - 1) {
+        for (let i = 0; i < BATCH && seq < first + GROUPS - 1; i++) {
+          producer.writeGroup(++seq, enc.encode(`q${seq}`));
+        }
+        const last = seq;
+        await until(async () => (await seen()).includes(last), `the browser at group ${last}`);
+      }
+      const got = new Set(await seen());
+      for (let n = first; n <= seq; n++) assert.ok(got.has(n), `the browser got group ${n}`);
+      await until(() => ourGot.at(-1) === seq, "the QUIC subscriber at the last group");
 
       // The browser publishes over WebSocket; our QUIC subscriber reads every group.
-      await page.evaluate((n) => {
+      await page.evaluate(() => {
         // deno-lint-ignore no-explicit-any
         const g = globalThis as any;
         const broadcast = new g.Moq.Broadcast.Producer();
         const track = broadcast.createTrack("data");
         g.conn.publish(g.Moq.Path.from("browser/cam"), broadcast);
-        let written = 0;
-        g.publishing = setInterval(() => {
-          if (written++ >= n + 50) return clearInterval(g.publishing);
-          const group = track.appendGroup();
-          group.writeString(`b${group.sequence}`);
-          group.close();
-        }, 2);
-      }, GROUPS);
+        g.write = (k: number) => {
+          for (let i = 0; i < k; i++) {
+            const group = track.appendGroup();
+            group.writeString(`b${group.sequence}`);
+            group.close();
+          }
+        };
+      });
       await seeAnnounced(quicSub, "browser/cam", "browser");
       const sub = quicSub.subscribe("browser/cam", "data");
       await sub.ready;
-      const fromBrowser: number[] = [];
-      for await (const g of sub) {
-        assert.equal(dec.decode(g.frames[0]), `b${g.sequence}`);
-        fromBrowser.push(g.sequence);
-        if (fromBrowser.length >= GROUPS) break;
+      const fromBrowser = new Set<number>();
+      void (async () => {
+        for await (const g of sub) {
+          assert.equal(dec.decode(g.frames[0]), `b${g.sequence}`);
+          fromBrowser.add(g.sequence);
+        }
+      })().catch(() => {});
+      const write = (k: number) =>
+        page.evaluate((k) => (globalThis as unknown as PageGlobals).write(k), k);
+      let written = 0; // @moq/net numbers groups from 0
+      while (fromBrowser.size === 0) {
+        assert.ok(written < 500, "our subscription never received the browser's groups");
+        await write(1);
+        written++;
+        await new Promise((r) => setTimeout(r, 20));
       }
-      for (let i = 1; i < fromBrowser.length; i++) {
-        assert.equal(fromBrowser[i], fromBrowser[i - 1]! + 1, "consecutive from the browser");
+      // Live now: every group the browser writes from here on must reach us.
+      const from = written;
+      while (written < from + GROUPS) {
+        const k = Math.min(BATCH, from + GROUPS - written);
+        await write(k);
+        written += k;
+        const last = written - 1;
+        await until(() => fromBrowser.has(last), `our subscriber at group ${last}`);
       }
-      await page.evaluate(() => {
-        // deno-lint-ignore no-explicit-any
-        const g = globalThis as any;
-        clearInterval(g.publishing);
-        g.conn.close();
-      });
+      for (let n = from; n < written; n++) assert.ok(fromBrowser.has(n), `we got group ${n}`);
+      await page.evaluate(() => (globalThis as unknown as PageGlobals).conn.close());
       f = families(await (await t.get("/metrics")).text());
       assert.equal(
         sampleValue(f, "sluice_relay_sessions_total", { transport: "websocket", class: "client" }),
