@@ -12,8 +12,10 @@ import type { EnvReader, Setting } from "./env.ts";
 export interface PeerAddress {
   /** Host name or IP address (IPv6 without brackets). */
   readonly host: string;
-  /** UDP port, 1..65535. */
+  /** Port, 1..65535 (UDP for native QUIC, TCP for `wss`). */
   readonly port: number;
+  /** `wss` for `wss://host:port` entries (QMux over WebSocket); native QUIC otherwise. */
+  readonly scheme?: "wss";
 }
 
 /** The mesh part of the relay's configuration. */
@@ -43,14 +45,21 @@ export function defaultRelayName(): string {
   }
 }
 
-/** Parses one `host:port` entry (`[v6]:port` for IPv6). */
+/**
+ * Parses one entry: `host:port` (`[v6]:port` for IPv6) dials native QUIC,
+ * `wss://host:port` QMux over WebSocket (for peers behind networks that drop UDP).
+ */
 export function parsePeerAddress(text: string): PeerAddress {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(text);
+  const wss = /^wss:\/\//i.test(text);
+  const rest = wss ? text.slice(6).replace(/\/$/, "") : text;
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(rest);
   const port = m ? Number(m[3]) : NaN;
   if (!m || !(port >= 1 && port <= 65535)) {
-    throw new TypeError(`entry "${text}" is not host:port (or [ipv6]:port) with a port 1..65535`);
+    throw new TypeError(
+      `entry "${text}" is not host:port, [ipv6]:port or wss://host:port with a port 1..65535`,
+    );
   }
-  return { host: m[1] ?? m[2]!, port };
+  return { host: m[1] ?? m[2]!, port, ...(wss ? { scheme: "wss" as const } : {}) };
 }
 
 /** Parses the comma-separated `PEERS` list; empty entries are skipped, duplicates dropped. */
@@ -59,7 +68,7 @@ export function parsePeers(text: string): PeerAddress[] {
   const out: PeerAddress[] = [];
   for (const entry of text.split(",").map((e) => e.trim()).filter((e) => e !== "")) {
     const p = parsePeerAddress(entry);
-    const key = `${p.host.toLowerCase()}:${p.port}`;
+    const key = `${p.scheme ?? ""}${p.host.toLowerCase()}:${p.port}`;
     if (seen.has(key)) continue;
     seen.add(key);
     out.push(p);
@@ -79,10 +88,10 @@ function parseRedirect(text: string): string {
   try {
     url = new URL(text);
   } catch {
-    throw new TypeError(`must be a moqt:// or https:// URL, got "${text}"`);
+    throw new TypeError(`must be a moqt://, https:// or wss:// URL, got "${text}"`);
   }
-  if ((url.protocol !== "moqt:" && url.protocol !== "https:") || url.hostname === "") {
-    throw new TypeError(`must be a moqt:// or https:// URL with a host, got "${text}"`);
+  if (!["moqt:", "https:", "wss:"].includes(url.protocol) || url.hostname === "") {
+    throw new TypeError(`must be a moqt://, https:// or wss:// URL with a host, got "${text}"`);
   }
   return text;
 }
@@ -101,7 +110,10 @@ export function readMeshSettings(r: EnvReader, authOn: boolean): MeshSettings {
     (v) =>
       v.length === 0
         ? "(none)"
-        : v.map((p) => (p.host.includes(":") ? `[${p.host}]` : p.host) + `:${p.port}`).join(","),
+        : v.map((p) =>
+          (p.scheme ? `${p.scheme}://` : "") + (p.host.includes(":") ? `[${p.host}]` : p.host) +
+          `:${p.port}`
+        ).join(","),
   );
   const peerKey = r.setting<string | undefined>("RELAY_PEER_KEY", undefined, text, show);
   if (peers.value.length > 0 && authOn && peerKey.value === undefined) {

@@ -18,6 +18,6 @@ export {
   type PeerEntry,
   Peers,
   type PeerTransport,
-  quicPeerTransport,
+  peerTransport,
   type Resolver,
 } from "./peers.ts";

@@ -2,19 +2,21 @@ import { lookup } from "node:dns/promises";
 import { errorText } from "../errors/mod.ts";
 import { systemTimers, type Timers } from "../timers/mod.ts";
 import { VERSIONS } from "../moq/mod.ts";
-import { connectQuicSession, type Session } from "../transport/mod.ts";
+import { connectQMux, connectQuicSession, type Session } from "../transport/mod.ts";
 import { PEER_PARAMETER } from "./admission.ts";
 import { DialBackoff } from "./dial_backoff.ts";
 import { PeerLink, type PeerSession } from "./peer_link.ts";
 import type { RelayMetrics } from "./relay_metrics.ts";
 import type { PeerGoaway, RelaySessions } from "./sessions.ts";
 
-/** One `PEERS` entry: a name (or address) and a port. */
+/** One `PEERS` entry: a name (or address), a port, and how to dial it. */
 export interface PeerEntry {
   /** Host name or IP address (IPv6 without brackets). */
   readonly host: string;
-  /** UDP port. */
+  /** UDP port (TCP for `wss`). */
   readonly port: number;
+  /** `moqt` (native QUIC, the default) or `wss` (QMux over WebSocket). */
+  readonly scheme?: "moqt" | "wss";
 }
 
 /** A credential for one dialed session. */
@@ -40,15 +42,23 @@ export type PeerTransport = (
 export const PEER_IDLE_TIMEOUT_MS = 5000;
 
 /**
- * Peers over native QUIC: `moqt:` and `https:` URLs are both dialed on
- * their port with moq-lite's ALPN (a sluice relay serves both on one port).
- * Other schemes (a `wss:` redirect) are refused until a WebSocket transport
- * exists; it plugs in here.
+ * Peers over native QUIC or WebSocket: `moqt:` and `https:` URLs are both
+ * dialed on their port over QUIC with moq-lite's ALPN (a sluice relay
+ * serves both on one port); `wss:` URLs over QMux on WebSocket, for peers
+ * behind networks that drop UDP.
  */
-export function quicPeerTransport(caCerts: readonly string[] | undefined): PeerTransport {
+export function peerTransport(caCerts: readonly string[] | undefined): PeerTransport {
   return async (url, serverName, signal) => {
+    if (url.protocol === "wss:") {
+      return await connectQMux(url, {
+        protocols: VERSIONS,
+        serverName,
+        signal,
+        ...(caCerts ? { caCerts } : {}),
+      });
+    }
     if (url.protocol !== "moqt:" && url.protocol !== "https:") {
-      throw new TypeError(`Cannot dial a peer at "${url.protocol}//": use moqt: or https:`);
+      throw new TypeError(`Cannot dial a peer at "${url.protocol}//": use moqt:, https: or wss:`);
     }
     const quicUrl = new URL(url.href.replace(/^https:/, "moqt:"));
     if (quicUrl.port === "" && url.protocol === "https:") quicUrl.port = "443";
@@ -167,7 +177,7 @@ export class Peers {
     for (const address of addresses) {
       const key = hostPort(address, entry.port);
       if (this.#links.has(key)) continue; // the same address from two entries
-      const url = new URL(`moqt://${key}/`);
+      const url = new URL(`${entry.scheme ?? "moqt"}://${key}/`);
       // The original peer is back: a redirect standing in for it is no longer needed.
       const link = this.#link(key, url, entry.host, () => this.#dropRedirect(key));
       this.#links.set(key, link);

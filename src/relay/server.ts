@@ -22,7 +22,7 @@ import {
   type PeerEntry,
   Peers,
   type PeerTransport,
-  quicPeerTransport,
+  peerTransport,
   type Resolver,
 } from "./peers.ts";
 import { RelaySessions } from "./sessions.ts";
@@ -63,7 +63,7 @@ export interface RelayOptions {
   readonly peerCredential?: () => Promise<PeerCredential>;
   /** PEER_CA_FILE contents (default the system roots). */
   readonly peerCaCerts?: readonly string[];
-  /** Opens transport sessions to peers (default native QUIC, see {@linkcode quicPeerTransport}). */
+  /** Opens transport sessions to peers (default native QUIC or WebSocket by scheme, see {@linkcode peerTransport}). */
   readonly peerTransport?: PeerTransport;
   /** Resolves PEERS names (default the system resolver). */
   readonly resolve?: Resolver;
@@ -150,7 +150,7 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
     name: options.name ?? "relay",
     ...(options.peerCredential ? { credential: options.peerCredential } : {}),
     sessions,
-    transport: options.peerTransport ?? quicPeerTransport(options.peerCaCerts),
+    transport: options.peerTransport ?? peerTransport(options.peerCaCerts),
     ...(options.resolve ? { resolve: options.resolve } : {}),
     metrics,
     now,

@@ -18,6 +18,8 @@ export interface ConnectSessionOptions {
   readonly protocols: readonly string[];
   /** Extra PEM root certificates to trust. */
   readonly caCerts?: readonly string[];
+  /** TLS server name when the URL names an address (native QUIC and WebSocket). */
+  readonly serverName?: string;
   /** Pin the server certificate by SHA-256 (QUIC and WebTransport; WebSocket cannot pin). */
   readonly serverCertificateHashes?: readonly Uint8Array[];
   /** Skip certificate verification (WebTransport only, and only under --unsafely-ignore-certificate-errors). */
@@ -51,6 +53,7 @@ export function connectSession(url: URL, options: ConnectSessionOptions): Promis
     case "moqt:":
       return connectQuicSession(url, {
         alpn: o.protocols,
+        ...(o.serverName !== undefined ? { serverName: o.serverName } : {}),
         ...(o.signal ? { signal: o.signal } : {}),
         ...(o.maxIdleTimeout !== undefined ? { maxIdleTimeout: o.maxIdleTimeout } : {}),
         ...(o.keepAliveInterval !== undefined ? { keepAliveInterval: o.keepAliveInterval } : {}),
@@ -73,6 +76,7 @@ export function connectSession(url: URL, options: ConnectSessionOptions): Promis
     case "ws:":
       return connectQMux(url, {
         protocols: o.protocols,
+        ...(o.serverName !== undefined ? { serverName: o.serverName } : {}),
         ...(o.caCerts ? { caCerts: o.caCerts } : {}),
         ...(o.signal ? { signal: o.signal } : {}),
         ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),

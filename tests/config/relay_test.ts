@@ -113,7 +113,8 @@ Deno.test("every bad relay variable is named in one error", () => {
 
 Deno.test("mesh settings: PEERS entries, the relay's name, the GOAWAY redirect", () => {
   const c = loadRelayConfig({
-    PEERS: "relay-a.example:4433, 10.0.0.7:4433,[::1]:5000, relay-a.example:4433,",
+    PEERS:
+      "relay-a.example:4433, 10.0.0.7:4433,[::1]:5000, relay-a.example:4433, wss://relay-c.example:443",
     RELAY_NAME: "edge-1",
     PEER_CA_FILE: "/etc/sluice/peers.pem",
     GOAWAY_REDIRECT_URI: "moqt://relay-b.example:4433/",
@@ -122,8 +123,12 @@ Deno.test("mesh settings: PEERS entries, the relay's name, the GOAWAY redirect",
     { host: "relay-a.example", port: 4433 },
     { host: "10.0.0.7", port: 4433 },
     { host: "::1", port: 5000 },
+    { host: "relay-c.example", port: 443, scheme: "wss" },
   ]);
-  assert.equal(c.mesh.peers.display, "relay-a.example:4433,10.0.0.7:4433,[::1]:5000");
+  assert.equal(
+    c.mesh.peers.display,
+    "relay-a.example:4433,10.0.0.7:4433,[::1]:5000,wss://relay-c.example:443",
+  );
   assert.equal(c.mesh.name.value, "edge-1");
   assert.equal(c.mesh.peerCaFile.value, "/etc/sluice/peers.pem");
   assert.equal(c.mesh.goawayRedirectUri.value, "moqt://relay-b.example:4433/");
@@ -147,10 +152,11 @@ Deno.test("mesh settings that cannot work are refused, naming the variables", ()
   refused({ PEERS: "relay-b:0" }, "PEERS", /port 1\.\.65535/);
   refused({ RELAY_NAME: "has space" }, "RELAY_NAME", /"has space"/);
   refused(
-    { GOAWAY_REDIRECT_URI: "wss://b:443/" },
+    { GOAWAY_REDIRECT_URI: "http://b:443/" },
     "GOAWAY_REDIRECT_URI",
-    /moqt:\/\/ or https:\/\//,
+    /moqt:\/\/, https:\/\/ or wss:\/\//,
   );
+  refused({ PEERS: "https://relay-b:4433" }, "PEERS", /wss:\/\/host:port/);
   refused({ GOAWAY_REDIRECT_URI: "b:4433" }, "GOAWAY_REDIRECT_URI", /"b:4433"/);
   // Credentials on, peers to dial, nothing to sign the peer credential with.
   refused(

@@ -27,6 +27,8 @@ export interface ConnectQMuxOptions {
   readonly caCerts?: readonly string[];
   /** Sent as the `origin` header when set. */
   readonly origin?: string;
+  /** TLS server name (and Host) when the URL names an address (default the URL's host). */
+  readonly serverName?: string;
   /** Give up when the WebSocket is not open within this time (default 10000 ms). */
   readonly timeoutMs?: number;
   /** Abandons the dial. */
@@ -67,6 +69,7 @@ export async function connectQMux(url: URL, options: ConnectQMuxOptions): Promis
     openWebSocket(url, {
       protocols: offer,
       ...(options.caCerts ? { caCerts: options.caCerts } : {}),
+      ...(options.serverName !== undefined ? { serverName: options.serverName } : {}),
       ...(options.origin !== undefined ? { headers: { origin: options.origin } } : {}),
     }),
     options.timeoutMs ?? 10_000,

@@ -25,6 +25,8 @@ export interface OpenWebSocketOptions {
   readonly protocols: readonly string[];
   /** Extra PEM roots to trust (wss). */
   readonly caCerts?: readonly string[];
+  /** TLS server name and Host when dialing an address (default the URL's host). */
+  readonly serverName?: string;
   /** Extra request headers (e.g. origin). */
   readonly headers?: Readonly<Record<string, string>>;
   /** Largest message accepted from the server (default 1 MiB; larger closes with 1009). */
@@ -47,7 +49,7 @@ export async function openWebSocket(
   try {
     if (url.protocol === "wss:") {
       conn = await Deno.startTls(tcp, {
-        hostname: host,
+        hostname: options.serverName ?? host,
         alpnProtocols: ["http/1.1"],
         ...(options.caCerts ? { caCerts: [...options.caCerts] } : {}),
       });
@@ -72,7 +74,7 @@ async function handshake(
   const key = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))));
   const lines = [
     `GET ${url.pathname || "/"}${url.search} HTTP/1.1`,
-    `Host: ${url.host}`,
+    `Host: ${options.serverName === undefined ? url.host : hostWithPort(options.serverName, url)}`,
     "Upgrade: websocket",
     "Connection: Upgrade",
     `Sec-WebSocket-Key: ${key}`,
@@ -112,6 +114,12 @@ async function handshake(
   }
   const protocol = headers.get("sec-websocket-protocol") ?? "";
   return { protocol, rest: buf.subarray(end + 4) };
+}
+
+/** `name` with the URL's port when it has one (IPv6 names in brackets). */
+function hostWithPort(name: string, url: URL): string {
+  const host = name.includes(":") ? `[${name}]` : name;
+  return url.port === "" ? host : `${host}:${url.port}`;
 }
 
 function headEnd(buf: Uint8Array): number {
