@@ -69,7 +69,7 @@ async function run(slow: number): Promise<Outcome> {
   for await (const e of fast.announced("")) if (e.active && e.path === "live/cam") break;
   const subs = [fast, ...slowOnes].map((m) => m.subscribe("live/cam", "t"));
   await Promise.all(subs.map((s) => s.ready));
-  proxy.stall();
+  proxy.holdDownstream();
 
   const latency = new LatencyHistogram();
   let fastGot = 0;
