@@ -178,7 +178,13 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
     trimmer.track(s);
     sessions.handle(s);
   };
-  const upgrade = qmuxUpgrade({ protocols: VERSIONS, admit, onSession });
+  const upgrade = qmuxUpgrade({
+    protocols: VERSIONS,
+    // A draining relay takes no new sessions: refuse the upgrade rather than accept and close.
+    admit: (req) =>
+      ready ? admit(req) : { status: 503, reason: "The relay is not accepting sessions" },
+    onSession,
+  });
   let bound: { listener: Listener; server: RunningServer };
   try {
     bound = await bindSamePort(

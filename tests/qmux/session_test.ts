@@ -208,3 +208,11 @@ Deno.test("the legacy webtransport form carries streams, resets and closes", asy
   assert.deepEqual(await client.closed, { code: 3, reason: "legacy bye" });
   await srv.stop();
 });
+
+Deno.test("a server session closed before its upgrade went out still tells the client why", async () => {
+  // Closed in the upgrade handler itself: the socket opens only after the response is sent.
+  const srv = await serveQMux((s) => s.close(4003, "not today"));
+  const client = await connectQMux(srv.url, { protocols: ["moq-lite-05"] });
+  assert.deepEqual(await client.closed, { code: 4003, reason: "not today" });
+  await srv.stop();
+});

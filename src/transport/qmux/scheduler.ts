@@ -81,6 +81,7 @@ export class SendScheduler {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #retryMs = 1;
   #closed = false;
+  #sentAny = false;
 
   /** Sends into `sink`; records are capped at `maxMessage` until the peer says otherwise. */
   constructor(sink: MessageSink, maxMessage: number, options: SchedulerOptions) {
@@ -148,9 +149,16 @@ export class SendScheduler {
     this.#active.delete(lane);
   }
 
+  /** True once any message went out. */
+  get sentAny(): boolean {
+    return this.#sentAny;
+  }
+
   /** Sends one message now, ahead of everything (the final close frame). */
   sendNow(frame: Uint8Array): void {
-    if (this.#sink.open) this.#sink.send(frame);
+    if (!this.#sink.open) return;
+    this.#sink.send(frame);
+    this.#sentAny = true;
   }
 
   /** Stops: every waiting stream write rejects with `err`; nothing more is sent. */
@@ -208,6 +216,7 @@ export class SendScheduler {
       if (!this.#o.records) break;
     }
     this.#sink.send(parts.length === 1 ? parts[0]! : concatBytes(parts));
+    this.#sentAny = true;
     for (const item of sent) item.resolve?.();
     this.#o.onSent?.();
   }

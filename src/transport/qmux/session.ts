@@ -86,6 +86,9 @@ export class QMuxSession implements Session {
   #keepAlive: KeepAlive | undefined;
   #resolveClosed!: (info: SessionCloseInfo) => void;
   #done = false;
+  #opened = false;
+  #paramsFrame: Uint8Array | undefined;
+  #pendingEnd: (() => void) | undefined;
   #pingSeq = 0n;
   #lastPingSeen: bigint | undefined;
   readonly #events: SessionEvents;
@@ -140,17 +143,24 @@ export class QMuxSession implements Session {
       },
     };
     socket.listen({
-      open: () => this.#conn.scheduler.kick(),
+      open: () => {
+        this.#opened = true;
+        const end = this.#pendingEnd;
+        this.#pendingEnd = undefined;
+        if (end) end();
+        else this.#conn.scheduler.kick();
+      },
       message: (data) => this.#onMessage(data),
       close: (code, reason) => {
         this.#finish({ code, reason: reason || "The WebSocket closed", dropped: true });
       },
     });
     if (this.#conn.flow) {
-      this.#conn.control({
+      this.#paramsFrame = encodeFrame(this.format, {
         type: "transport_parameters",
         payload: encodeTransportParams(params, this.format),
       });
+      this.#conn.scheduler.control(this.#paramsFrame);
     }
   }
 
@@ -222,9 +232,9 @@ export class QMuxSession implements Session {
   /** Sends APPLICATION_CLOSE with `code` and `reason`, then closes the WebSocket. Idempotent. */
   close(code = 0, reason = ""): void {
     if (this.#done) return;
-    this.#sendFinal(encodeFrame(this.format, { type: "application_close", code, reason }));
+    const frame = encodeFrame(this.format, { type: "application_close", code, reason });
     this.#finish({ code, reason });
-    this.#closeSocket(WebSocketCode.NORMAL, "");
+    this.#endSocket(frame, WebSocketCode.NORMAL, "");
   }
 
   #assertOpen(): void {
@@ -303,39 +313,47 @@ export class QMuxSession implements Session {
 
   #peerClosed(code: number, reason: string, error: boolean): void {
     this.#finish({ code, reason: error ? `Peer closed with transport error: ${reason}` : reason });
-    this.#closeSocket(WebSocketCode.NORMAL, "");
+    this.#endSocket(undefined, WebSocketCode.NORMAL, "");
   }
 
   /** We caught the peer breaking the protocol: CONNECTION_CLOSE, then the WebSocket close. */
   #fail(err: QMuxProtocolError): void {
     if (this.#done) return;
-    this.#sendFinal(
-      encodeFrame(this.format, {
-        type: "connection_close",
-        code: err.code,
-        frameType: 0,
-        reason: err.message,
-      }),
-    );
+    const frame = encodeFrame(this.format, {
+      type: "connection_close",
+      code: err.code,
+      frameType: 0,
+      reason: err.message,
+    });
     this.#finish({ code: err.code, reason: err.message });
-    this.#closeSocket(err.wsCode, err.message);
+    this.#endSocket(frame, err.wsCode, err.message);
   }
 
   /** The session ends without a close frame (peer gone or not reading). */
   #drop(reason: string, wsCode: number): void {
     this.#finish({ code: 0, reason, dropped: true });
-    this.#closeSocket(wsCode, reason);
+    this.#endSocket(undefined, wsCode, reason);
   }
 
-  #sendFinal(frame: Uint8Array): void {
+  /**
+   * Sends the final close frame (when there is one) ahead of everything
+   * queued, then closes the WebSocket. A server socket whose upgrade
+   * response has not gone out yet does both once it opens, so a session
+   * closed at once still tells the peer why.
+   */
+  #endSocket(frame: Uint8Array | undefined, code: number, reason: string): void {
+    if (!this.#socket.open && !this.#opened) {
+      this.#pendingEnd = () => this.#endSocket(frame, code, reason);
+      return;
+    }
     try {
-      this.#conn.scheduler.sendNow(frame);
+      const scheduler = this.#conn.scheduler;
+      // Our parameters come first on the wire, even when the session ends before they went out.
+      if (frame && this.#paramsFrame && !scheduler.sentAny) scheduler.sendNow(this.#paramsFrame);
+      if (frame) scheduler.sendNow(frame);
     } catch {
       // the socket is already gone
     }
-  }
-
-  #closeSocket(code: number, reason: string): void {
     // Close reasons are limited to 123 bytes (RFC 6455 §5.5).
     this.#socket.close(
       code,
