@@ -11,7 +11,7 @@ import { MoqError } from "../errors.ts";
 import { normalizePath } from "../../path/mod.ts";
 import { wirePath } from "../path.ts";
 import { errorText } from "../../errors/mod.ts";
-import { SessionClosedError } from "../../transport/mod.ts";
+import { SessionClosedError } from "../../transport/errors.ts";
 import type { SessionCore } from "./core.ts";
 import { requestTrackInfo } from "./fetch.ts";
 import { ClosableRequest } from "./request_stream.ts";

@@ -27,3 +27,10 @@ export {
 } from "./errors.ts";
 export { asWebTransport, type WebTransportLike } from "./as_web_transport.ts";
 export { fromWebTransportStreamError, streamErrorCode } from "./stream_error.ts";
+export {
+  connectWebTransportApi,
+  type ConnectWebTransportApiOptions,
+  hasWebTransportApi,
+  type WebTransportApi,
+  webTransportApiSession,
+} from "./web_transport_api.ts";
