@@ -1,0 +1,421 @@
+/**
+ * The feed: a track's records in commit order, from any point in its
+ * history, with no gap and no duplicate across the history-to-live
+ * handover, reconnects and skips.
+ *
+ * How: records leave strictly by ledger sequence, each once, past a cursor
+ * (the {@linkcode Sequencer}). Live groups (MoQ sequence = ledger sequence
+ * + 1) wait there until the next one is in. What the live link cannot
+ * supply is read from the ledger: after every (re)subscription (the
+ * catch-up), every second while no link is up, and for a gap that stays
+ * open past a short reorder wait or that the publisher declared dropped (a
+ * skip). Small gaps are fetched over MoQ first.
+ */
+import type { ReceivedGroup, TrackInfo } from "../moq/mod.ts";
+import { BackpressureQueue } from "../wire/backpressure_queue.ts";
+import { formatGroupId } from "../ledger/group_id.ts";
+import { Backoff, sleep } from "./backoff.ts";
+import { type CertificateHash, type Dialer, dialSession } from "./dial.ts";
+import { HttpError, retryable } from "./errors.ts";
+import { type HttpContext, MAX_PAGE, readAfter } from "./http.ts";
+import { LiveLink } from "./live.ts";
+import { type FeedRecord, type Positioned, recordFromFrame } from "./record.ts";
+import { type Gap, Sequencer } from "./sequencer.ts";
+import { checkStart, type FeedStart, resolveStart } from "./start.ts";
+import { TokenKeeper, type TokenSource } from "./token.ts";
+import { parseTrackUrl, type TrackAddress } from "./track_url.ts";
+
+/**
+ * What a feed is doing: `connecting` (no live subscription yet, or not any
+ * more; records may still come from the ledger), `repairing` (subscribed,
+ * reading what the subscription missed from the ledger), `live` (subscribed
+ * and complete up to the newest record seen), `closed`.
+ */
+export type FeedState = "connecting" | "live" | "repairing" | "closed";
+
+/** Options of {@linkcode openFeed}. */
+export interface FeedOptions {
+  /** The track's HTTP URL on the funnel: `http(s)://host/tracks/<broadcast path>/<track>`. */
+  readonly track: string | URL;
+  /**
+   * Where to subscribe: a relay or the funnel's own listener. `https://` is
+   * WebTransport (the browser's own, or sluice's client in Deno);
+   * `moqt://` is native QUIC (Deno only).
+   */
+  readonly moq: string | URL;
+  /** Where to start (default "latest"). */
+  readonly from?: FeedStart;
+  /**
+   * Credential for HTTP (bearer) and MoQ (the URL's `jwt`): a token, or a
+   * function returning a fresh one, which is called again before the
+   * current one expires (the MoQ session is then replaced without a gap).
+   */
+  readonly token?: TokenSource;
+  /** Development certificates to accept by SHA-256 (self-signed, at most 14 days). */
+  readonly serverCertificateHashes?: readonly CertificateHash[];
+  /** Closes the feed when aborted. */
+  readonly signal?: AbortSignal;
+  /** The fetch to use for HTTP (default the global one). */
+  readonly fetch?: typeof fetch;
+  /** Opens the transport session (default: chosen by the URL's scheme and the runtime). */
+  readonly dial?: Dialer;
+  /** How long a missing record is waited for before it is read from the ledger, ms (default 500). */
+  readonly reorderWaitMs?: number;
+}
+
+/** The `statechange` event a feed dispatches. */
+export class FeedStateEvent extends Event {
+  /** The new state. */
+  readonly state: FeedState;
+  /** Makes the event. */
+  constructor(state: FeedState) {
+    super("statechange");
+    this.state = state;
+  }
+}
+
+/** How often the ledger is read while no live subscription is up, ms. */
+const POLL_MS = 1_000;
+/** Gaps at most this long are fetched over MoQ before the ledger is asked over HTTP. */
+const FETCH_GAP_MAX = 8;
+/** Records handed over but not yet taken by the consumer before the feed pauses. */
+const OUT_HIGH_WATER = 64;
+/** How often the link supervisor looks at the credential's renewal time, ms. */
+const RENEW_CHECK_MS = 1_000;
+
+/**
+ * Opens a feed of a track's records. Iterate it with `for await`; it
+ * reconnects by itself and ends only when closed, or on a refusal (such as
+ * 401 or 403), which the iteration then throws.
+ *
+ * @example
+ * ```ts
+ * import { openFeed } from "@sluice/sluice/client";
+ *
+ * const feed = openFeed({
+ *   track: "http://localhost:8090/tracks/room/1/chat",
+ *   moq: "https://localhost:4433/",
+ *   from: { last: 50 },
+ * });
+ * feed.addEventListener("statechange", () => console.log("feed is", feed.state));
+ * for await (const record of feed) {
+ *   if (record.redacts) console.log("removed", record.redacts);
+ *   else console.log(record.group, record.sender, record.payload);
+ * }
+ * ```
+ */
+export function openFeed(options: FeedOptions): Feed {
+  return new Feed(options);
+}
+
+/** A running feed; see {@linkcode openFeed}. */
+export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
+  /** Resolves once the feed has stopped (closed, aborted, or refused). */
+  readonly closed: Promise<void>;
+  readonly #address: TrackAddress;
+  readonly #moqUrl: URL;
+  readonly #options: FeedOptions;
+  readonly #tokens: TokenKeeper;
+  readonly #http: HttpContext;
+  readonly #abort = new AbortController();
+  readonly #out: BackpressureQueue<FeedRecord>;
+  readonly #seq: Sequencer;
+  #state: FeedState = "connecting";
+  #error: unknown = undefined;
+  #link: LiveLink | undefined;
+  #catchUp = true;
+  #wake: (() => void) | undefined;
+
+  /** @internal Use {@linkcode openFeed}. */
+  constructor(options: FeedOptions) {
+    super();
+    this.#options = options;
+    this.#address = parseTrackUrl(options.track);
+    this.#moqUrl = moqUrl(options.moq);
+    const from = checkStart(options.from ?? "latest");
+    this.#tokens = new TokenKeeper(options.token);
+    this.#seq = new Sequencer(options.reorderWaitMs ?? 500);
+    this.#http = {
+      tokens: this.#tokens,
+      signal: this.#abort.signal,
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    };
+    this.#out = new BackpressureQueue<FeedRecord>(OUT_HIGH_WATER, () => this.close());
+    const signal = options.signal;
+    signal?.addEventListener("abort", () => this.close(), { once: true });
+    this.closed = this.#run(from);
+    if (signal?.aborted) this.close();
+  }
+
+  /** What the feed is doing now. */
+  get state(): FeedState {
+    return this.#state;
+  }
+
+  /** Why the feed closed, when a refusal closed it. */
+  get error(): unknown {
+    return this.#error;
+  }
+
+  /** The group of the last record handed over (to resume later with `{ after }`). */
+  get position(): string | undefined {
+    const s = this.#seq;
+    return s.cursor < 0 ? undefined : formatGroupId({ epoch: s.epoch, seq: s.cursor });
+  }
+
+  /** Ends the feed: iteration finishes after the records already handed over. Idempotent. */
+  close(): void {
+    if (this.#abort.signal.aborted) return;
+    this.#abort.abort();
+    this.#link?.close();
+    this.#out.end(this.#error);
+    this.#poke();
+    this.#setState("closed");
+  }
+
+  /** Records in commit order; breaking out of the loop closes the feed. */
+  [Symbol.asyncIterator](): AsyncIterator<FeedRecord> {
+    return this.#out[Symbol.asyncIterator]();
+  }
+
+  get #closing(): boolean {
+    return this.#abort.signal.aborted;
+  }
+
+  get #live(): boolean {
+    return this.#link?.ready ?? false;
+  }
+
+  #setState(state: FeedState): void {
+    if (this.#state === state || this.#state === "closed") return;
+    this.#state = state;
+    this.dispatchEvent(new FeedStateEvent(state));
+  }
+
+  #poke(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+
+  /** Waits for a poke (a group, a link change, the close) or `ms`. */
+  #waitChange(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      this.#wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      if (Number.isFinite(ms)) timer = setTimeout(() => this.#poke(), Math.max(0, ms));
+    });
+  }
+
+  async #run(from: FeedStart): Promise<void> {
+    try {
+      await this.#retrying(async () => {
+        const start = await resolveStart(this.#http, this.#address.url, from);
+        this.#seq.epoch = start.epoch;
+        this.#seq.cursor = start.seq;
+      });
+      if (this.#closing) return;
+      await Promise.all([this.#supervise(), this.#pump()]);
+    } catch (err) {
+      if (!this.#closing) {
+        this.#error = err;
+        this.close();
+      }
+    }
+  }
+
+  /** Runs `step` until it succeeds, waiting between retryable failures; rethrows the others. */
+  async #retrying(step: () => Promise<void>): Promise<void> {
+    const backoff = new Backoff();
+    while (!this.#closing) {
+      try {
+        return await step();
+      } catch (err) {
+        if (this.#closing) return;
+        if (!retryable(err)) throw err;
+        await sleep(backoff.next(), this.#abort.signal);
+      }
+    }
+  }
+
+  // Hands records over in order and decides when to read the ledger.
+  async #pump(): Promise<void> {
+    const backoff = new Backoff();
+    let lastRead = 0;
+    while (!this.#closing) {
+      for (let p = this.#seq.takeNext(); p; p = this.#seq.takeNext()) await this.#emit(p);
+      if (this.#closing) return;
+      const link = this.#link;
+      const gap = this.#seq.gap((s) => dropped(link, s + 1));
+      const pollDue = !this.#live && Date.now() - lastRead >= POLL_MS;
+      if (this.#catchUp || gap?.due || pollDue) {
+        const catchUp = this.#catchUp;
+        this.#catchUp = false;
+        this.#setState(this.#live ? "repairing" : "connecting");
+        try {
+          await this.#repair(gap?.due ? gap : undefined);
+          backoff.reset();
+        } catch (err) {
+          if (this.#closing) return;
+          if (!retryable(err)) throw err;
+          if (catchUp) this.#catchUp = true;
+          await sleep(backoff.next(), this.#abort.signal);
+        }
+        lastRead = Date.now();
+        continue;
+      }
+      this.#setState(this.#live ? "live" : "connecting");
+      const until = Math.min(gap?.dueAt ?? Infinity, this.#live ? Infinity : lastRead + POLL_MS);
+      await this.#waitChange(until - Date.now());
+    }
+  }
+
+  async #emit(p: Positioned): Promise<void> {
+    await this.#out.push(p.record);
+  }
+
+  /** Reads what is missing: a small gap over MoQ if it can, else the ledger after the cursor. */
+  async #repair(gap: Gap | undefined): Promise<void> {
+    const link = this.#link;
+    if (
+      gap && link?.ready && gap.to - gap.from < FETCH_GAP_MAX && await this.#fetchGap(link, gap)
+    ) {
+      return;
+    }
+    const seq = this.#seq;
+    for (;;) {
+      let read;
+      try {
+        read = await readAfter(this.#http, this.#address.url, seq.epoch, seq.cursor, MAX_PAGE);
+      } catch (err) {
+        if (err instanceof HttpError && err.status === 404) return; // no such track yet
+        throw err;
+      }
+      for (const p of read.page.records) if (seq.accept(p)) await this.#emit(p);
+      for (let p = seq.takeNext(); p; p = seq.takeNext()) await this.#emit(p);
+      if (!read.more || this.#closing) return;
+    }
+  }
+
+  /** Fetches each missing group over MoQ; false when any could not be had. */
+  async #fetchGap(link: LiveLink, gap: Gap): Promise<boolean> {
+    const { broadcast, name } = this.#address;
+    const wanted: number[] = [];
+    for (let s = gap.from; s <= gap.to; s++) wanted.push(s);
+    const got = await Promise.all(wanted.map(async (s) => {
+      try {
+        const group = await link.fetch(broadcast, name, s + 1);
+        return this.#seq.offer(s, () => this.#read(group, link.info)) || s <= this.#seq.cursor;
+      } catch {
+        return false;
+      }
+    }));
+    return got.every(Boolean);
+  }
+
+  /** A live or fetched group as a record; undefined when its frame cannot be read. */
+  #read(group: ReceivedGroup, info: TrackInfo | undefined): Positioned | undefined {
+    const frame = group.frames[0];
+    if (!frame) return undefined;
+    try {
+      return recordFromFrame(
+        this.#seq.epoch,
+        group.sequence - 1,
+        frame,
+        liveWallclock(group, info),
+      );
+    } catch {
+      return undefined; // the ledger supplies it instead
+    }
+  }
+
+  // Keeps one live link up: reconnects with backoff, and replaces a link whose credential is due.
+  async #supervise(): Promise<void> {
+    const backoff = new Backoff();
+    while (!this.#closing) {
+      const link = this.#link ??= this.#newLink();
+      const renewIn = this.#tokens.renewAt - Date.now();
+      const outcome = await Promise.race([
+        link.ended.then(() => "ended" as const),
+        sleep(Math.max(0, Math.min(RENEW_CHECK_MS, renewIn)), this.#abort.signal).then(() =>
+          "tick" as const
+        ),
+      ]);
+      if (this.#closing) return;
+      if (outcome === "ended") {
+        if (this.#link === link) this.#link = undefined;
+        this.#poke();
+        if (link.wasReady) backoff.reset();
+        await sleep(backoff.next(), this.#abort.signal);
+      } else if (link.ready && Date.now() >= this.#tokens.renewAt) {
+        await this.#renew(link);
+      }
+    }
+    this.#link?.close();
+  }
+
+  /** Opens a link with a fresh credential and retires `old` once the new one is subscribed. */
+  async #renew(old: LiveLink): Promise<void> {
+    try {
+      await this.#tokens.refresh();
+    } catch {
+      return; // tried again at the next check; the current link lives until it ends
+    }
+    const next = this.#newLink();
+    if (await next.opened && !this.#closing && this.#link === old) {
+      this.#link = next;
+      old.close();
+    } else next.close();
+  }
+
+  #newLink(): LiveLink {
+    const o = this.#options;
+    return new LiveLink({
+      url: async () => {
+        const url = new URL(this.#moqUrl);
+        const token = await this.#tokens.get();
+        if (token !== undefined) url.searchParams.set("jwt", token);
+        return url;
+      },
+      dial: o.dial ?? dialSession,
+      ...(o.serverCertificateHashes ? { serverCertificateHashes: o.serverCertificateHashes } : {}),
+      broadcast: this.#address.broadcast,
+      name: this.#address.name,
+      start: this.#seq.cursor + 2,
+      onGroup: (group, link) => {
+        this.#seq.offer(group.sequence - 1, () => this.#read(group, link.info));
+        this.#poke();
+      },
+      onReady: () => {
+        this.#catchUp = true;
+        this.#poke();
+      },
+    });
+  }
+}
+
+/** True when the link's publisher declared MoQ group `sequence` dropped. */
+function dropped(link: LiveLink | undefined, sequence: number): boolean {
+  return link?.drops.some(([a, b]) => sequence >= a && sequence <= b) ?? false;
+}
+
+/** The commit time a live frame carries: exact when the track's timescale is nanoseconds. */
+function liveWallclock(group: ReceivedGroup, info: TrackInfo | undefined): bigint | undefined {
+  return info?.timescale === 1_000_000_000 ? BigInt(group.timestamp) : undefined;
+}
+
+function moqUrl(moq: string | URL): URL {
+  let url: URL;
+  try {
+    url = new URL(moq);
+  } catch {
+    throw new TypeError(`Cannot use MoQ URL "${moq}": not an absolute URL`);
+  }
+  if (url.protocol !== "https:" && url.protocol !== "moqt:") {
+    throw new TypeError(`Cannot use MoQ URL "${url.href}": the scheme must be https or moqt`);
+  }
+  return url;
+}

@@ -1,0 +1,134 @@
+/** The funnel's HTTP API as the client uses it: history pages, posts and redactions. */
+import { formatGroupId } from "../ledger/group_id.ts";
+import { HttpError } from "./errors.ts";
+import { type HistoryPage, parseCommitted, parseHistoryPage } from "./record.ts";
+import type { TokenKeeper } from "./token.ts";
+
+/** The largest page the funnel returns. */
+export const MAX_PAGE = 200;
+
+/** How long one HTTP request may take before it is abandoned, ms. */
+const REQUEST_TIMEOUT_MS = 10_000;
+
+/** What a request needs besides its URL. */
+export interface HttpContext {
+  /** The fetch to use (default the global one). */
+  readonly fetch?: typeof fetch;
+  /** Bearer tokens. */
+  readonly tokens: TokenKeeper;
+  /** Abandons the request. */
+  readonly signal?: AbortSignal | undefined;
+}
+
+/**
+ * Sends one request with the current token. A 401 is retried once with a
+ * fresh token when the source can give one. Error statuses throw
+ * {@linkcode HttpError}; network failures throw what fetch throws.
+ */
+export async function request(
+  ctx: HttpContext,
+  url: URL,
+  init: { method: string; body?: string; headers?: Record<string, string> },
+): Promise<Response> {
+  for (let attempt = 0;; attempt++) {
+    const token = attempt === 0 ? await ctx.tokens.get() : await ctx.tokens.refresh();
+    const headers: Record<string, string> = { ...init.headers };
+    if (token !== undefined) headers.authorization = `Bearer ${token}`;
+    const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
+    const response = await (ctx.fetch ?? fetch)(url, {
+      method: init.method,
+      headers,
+      ...(init.body === undefined ? {} : { body: init.body }),
+      signal: ctx.signal ? AbortSignal.any([ctx.signal, timeout]) : timeout,
+    });
+    if (response.ok) return response;
+    if (response.status === 401 && attempt === 0 && ctx.tokens.refreshable) {
+      await response.body?.cancel();
+      continue;
+    }
+    throw await httpError(init.method, url, response);
+  }
+}
+
+async function httpError(method: string, url: URL, response: Response): Promise<HttpError> {
+  let detail: string | undefined;
+  try {
+    const body = await response.json() as { detail?: unknown; title?: unknown };
+    detail = typeof body.detail === "string"
+      ? body.detail
+      : typeof body.title === "string"
+      ? body.title
+      : undefined;
+  } catch {
+    // not a problem document
+  }
+  const wait = Number(response.headers.get("retry-after"));
+  return new HttpError(
+    response.status,
+    `${method} ${url.pathname} failed with ${response.status}${detail ? `: ${detail}` : ""}`,
+    {
+      ...(detail === undefined ? {} : { detail }),
+      ...(Number.isFinite(wait) && wait > 0 ? { retryAfter: wait } : {}),
+    },
+  );
+}
+
+/** Reads one history page of `track` with the given query. */
+export async function readPage(
+  ctx: HttpContext,
+  track: URL,
+  query: Record<string, string>,
+): Promise<HistoryPage> {
+  const url = new URL(track);
+  for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
+  const response = await request(ctx, url, { method: "GET" });
+  return parseHistoryPage(await response.text());
+}
+
+/**
+ * The records after `seq` of `epoch`, oldest first, at most `limit`, and
+ * whether newer ones may exist. Sequences within an epoch count up from 0,
+ * so "after s, n of them" is "before s+n+1, the newest n": this works with
+ * every funnel, whether or not it offers forward paging.
+ */
+export async function readAfter(
+  ctx: HttpContext,
+  track: URL,
+  epoch: number,
+  seq: number,
+  limit: number,
+): Promise<{ page: HistoryPage; more: boolean }> {
+  const before = formatGroupId({ epoch, seq: seq + limit + 1 });
+  const page = await readPage(ctx, track, { before, limit: String(limit) });
+  const records = page.records.filter((r) => r.epoch > epoch || (r.epoch === epoch && r.seq > seq));
+  const last = records.at(-1);
+  return { page: { records }, more: last !== undefined && last.seq >= seq + limit };
+}
+
+/** POSTs a JSON body with an idempotency key; answers the committed group and wallclock. */
+export async function postRecord(
+  ctx: HttpContext,
+  track: URL,
+  body: string,
+  idempotencyKey: string,
+): Promise<{ group: string; wallclock: bigint }> {
+  const response = await request(ctx, track, {
+    method: "POST",
+    body,
+    headers: { "content-type": "application/json", "idempotency-key": idempotencyKey },
+  });
+  return parseCommitted(await response.text());
+}
+
+/** DELETEs (redacts) a group; answers the redaction, or undefined when it was redacted already. */
+export async function redactRecord(
+  ctx: HttpContext,
+  track: URL,
+  group: string,
+): Promise<{ group: string; wallclock: bigint } | undefined> {
+  const url = new URL(track);
+  url.searchParams.set("group", group);
+  const response = await request(ctx, url, { method: "DELETE" });
+  if (response.status === 204) return undefined;
+  return parseCommitted(await response.text());
+}
