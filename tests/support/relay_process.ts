@@ -1,11 +1,11 @@
-// `sluice relay` as a real child process for tests: `deno run -A src/cli.ts
-// relay` itself (no task wrapper), so a signal reaches the relay, with every
-// stdout and stderr line collected.
+// `sluice relay` and `sluice funnel` as real child processes for tests:
+// `deno run -A src/cli.ts <command>` itself (no task wrapper), so a signal
+// reaches the server, with every stdout and stderr line collected.
 import { fileURLToPath } from "node:url";
 
 const CLI = fileURLToPath(new URL("../../src/cli.ts", import.meta.url));
 
-/** A running relay process and what it has printed so far. */
+/** A running server process and what it has printed so far. */
 export interface RelayProcess {
   readonly child: Deno.ChildProcess;
   readonly lines: string[];
@@ -13,10 +13,14 @@ export interface RelayProcess {
   readonly done: Promise<unknown>;
 }
 
-/** Starts the relay process with `env` (and `cwd`), collecting its output lines. */
-export function spawnRelay(env: Record<string, string>, cwd?: string): RelayProcess {
+/** Starts `sluice <command>` with `env` (and `cwd`), collecting its output lines. */
+export function spawnSluice(
+  command: "relay" | "funnel",
+  env: Record<string, string>,
+  cwd?: string,
+): RelayProcess {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", CLI, "relay"],
+    args: ["run", "-A", CLI, command],
     env,
     ...(cwd ? { cwd } : {}),
     stdout: "piped",
@@ -30,4 +34,9 @@ export function spawnRelay(env: Record<string, string>, cwd?: string): RelayProc
   };
   const done = Promise.all([collect(child.stdout), collect(child.stderr)]);
   return { child, lines, done };
+}
+
+/** Starts the relay process with `env` (and `cwd`), collecting its output lines. */
+export function spawnRelay(env: Record<string, string>, cwd?: string): RelayProcess {
+  return spawnSluice("relay", env, cwd);
 }
