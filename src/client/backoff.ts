@@ -1,4 +1,5 @@
 /** Waiting between attempts: exponential backoff with jitter, and a sleep that an abort ends. */
+import { systemTimers, type Timers } from "../timers/mod.ts";
 
 /** Delays for repeated failures: 250 ms doubling up to `max` (default 2 s), each ±20%. */
 export class Backoff {
@@ -27,16 +28,20 @@ export class Backoff {
   }
 }
 
-/** Resolves after `ms`, or at once when `signal` aborts (never rejects). */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+/** Resolves after `ms` on `timers`, or at once when `signal` aborts (never rejects). */
+export function sleep(
+  ms: number,
+  signal?: AbortSignal,
+  timers: Timers = systemTimers,
+): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
     const done = () => {
-      clearTimeout(timer);
+      timers.clearTimeout(timer);
       signal?.removeEventListener("abort", done);
       resolve();
     };
-    const timer = setTimeout(done, Math.max(0, ms));
+    const timer = timers.setTimeout(done, Math.max(0, ms));
     signal?.addEventListener("abort", done, { once: true });
   });
 }

@@ -12,6 +12,7 @@
  * skip). Small gaps are fetched over MoQ first.
  */
 import type { ReceivedGroup, TrackInfo } from "../moq/mod.ts";
+import { systemTimers, type Timers } from "../timers/mod.ts";
 import { BackpressureQueue } from "../wire/backpressure_queue.ts";
 import { formatGroupId } from "../ledger/group_id.ts";
 import { Backoff, sleep } from "./backoff.ts";
@@ -61,6 +62,8 @@ export interface FeedOptions {
   readonly dial?: Dialer;
   /** How long a missing record is waited for before it is read from the ledger, ms (default 500). */
   readonly reorderWaitMs?: number;
+  /** The timers for waits, backoff, probes and renewals (default the global ones). */
+  readonly timers?: Timers;
 }
 
 /** The `statechange` event a feed dispatches. */
@@ -120,6 +123,7 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
   readonly #abort = new AbortController();
   readonly #out: BackpressureQueue<FeedRecord>;
   readonly #seq: Sequencer;
+  readonly #timers: Timers;
   #state: FeedState = "connecting";
   #error: unknown = undefined;
   #link: LiveLink | undefined;
@@ -134,6 +138,7 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
     this.#moqUrl = moqUrl(options.moq);
     const from = checkStart(options.from ?? "latest");
     this.#tokens = new TokenKeeper(options.token);
+    this.#timers = options.timers ?? systemTimers;
     this.#seq = new Sequencer(options.reorderWaitMs ?? 500);
     this.#http = {
       tokens: this.#tokens,
@@ -201,12 +206,12 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
   /** Waits for a poke (a group, a link change, the close) or `ms`. */
   #waitChange(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
+      let timer: unknown;
       this.#wake = () => {
-        clearTimeout(timer);
+        if (timer !== undefined) this.#timers.clearTimeout(timer);
         resolve();
       };
-      if (Number.isFinite(ms)) timer = setTimeout(() => this.#poke(), Math.max(0, ms));
+      if (Number.isFinite(ms)) timer = this.#timers.setTimeout(() => this.#poke(), Math.max(0, ms));
     });
   }
 
@@ -236,7 +241,7 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
       } catch (err) {
         if (this.#closing) return;
         if (!retryable(err)) throw err;
-        await sleep(backoff.next(), this.#abort.signal);
+        await sleep(backoff.next(), this.#abort.signal, this.#timers);
       }
     }
   }
@@ -262,7 +267,7 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
           if (this.#closing) return;
           if (!retryable(err)) throw err;
           if (catchUp) this.#catchUp = true;
-          await sleep(backoff.next(), this.#abort.signal);
+          await sleep(backoff.next(), this.#abort.signal, this.#timers);
         }
         lastRead = Date.now();
         continue;
@@ -340,16 +345,15 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
       const renewIn = this.#tokens.renewAt - Date.now();
       const outcome = await Promise.race([
         link.ended.then(() => "ended" as const),
-        sleep(Math.max(0, Math.min(RENEW_CHECK_MS, renewIn)), this.#abort.signal).then(() =>
-          "tick" as const
-        ),
+        sleep(Math.max(0, Math.min(RENEW_CHECK_MS, renewIn)), this.#abort.signal, this.#timers)
+          .then(() => "tick" as const),
       ]);
       if (this.#closing) return;
       if (outcome === "ended") {
         if (this.#link === link) this.#link = undefined;
         this.#poke();
         if (link.wasReady) backoff.reset();
-        await sleep(backoff.next(), this.#abort.signal);
+        await sleep(backoff.next(), this.#abort.signal, this.#timers);
       } else if (link.ready && Date.now() >= this.#tokens.renewAt) {
         await this.#renew(link);
       }
@@ -381,6 +385,7 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
         return url;
       },
       dial: o.dial ?? dialSession,
+      timers: this.#timers,
       ...(o.serverCertificateHashes ? { serverCertificateHashes: o.serverCertificateHashes } : {}),
       broadcast: this.#address.broadcast,
       name: this.#address.name,

@@ -6,6 +6,7 @@
 import { connect, MoqCode, type MoqSession, type ReceivedGroup, VERSIONS } from "../moq/mod.ts";
 import type { TrackInfo } from "../moq/mod.ts";
 import { errorText } from "../errors/mod.ts";
+import type { Timers } from "../timers/mod.ts";
 import { sleep } from "./backoff.ts";
 import type { CertificateHash, Dialer } from "./dial.ts";
 
@@ -27,6 +28,8 @@ export interface LinkOptions {
   readonly url: () => Promise<URL>;
   /** Opens the transport session. */
   readonly dial: Dialer;
+  /** The probe's timers. */
+  readonly timers: Timers;
   /** Development certificates to accept by hash. */
   readonly serverCertificateHashes?: readonly CertificateHash[];
   /** Broadcast path and track name. */
@@ -143,14 +146,16 @@ export class LiveLink {
   async #probe(moq: MoqSession, o: LinkOptions): Promise<void> {
     const signal = this.#abort.signal;
     while (!signal.aborted) {
-      await sleep(PROBE_INTERVAL_MS, signal);
+      await sleep(PROBE_INTERVAL_MS, signal, o.timers);
       if (signal.aborted) return;
-      let timer: ReturnType<typeof setTimeout> | undefined;
+      let timer: unknown;
       const answered = await Promise.race([
         moq.trackInfo(o.broadcast, o.name).then(() => true, () => false),
-        new Promise<false>((resolve) => timer = setTimeout(() => resolve(false), PROBE_TIMEOUT_MS)),
+        new Promise<false>((resolve) => {
+          timer = o.timers.setTimeout(() => resolve(false), PROBE_TIMEOUT_MS);
+        }),
       ]);
-      clearTimeout(timer);
+      o.timers.clearTimeout(timer);
       if (!answered && !signal.aborted) {
         moq.close(MoqCode.Transport, "no answer from the server");
         return;

@@ -53,6 +53,15 @@ export {
   WebTransportStreamError,
 } from "./webtransport/mod.ts";
 export {
+  connectWebTransportApi,
+  type ConnectWebTransportApiOptions,
+  hasWebTransportApi,
+  type WebTransportApi,
+  type WebTransportApiBidi,
+  webTransportApiSession,
+  type WebTransportApiWritable,
+} from "./webtransport/web_transport_api.ts";
+export {
   acceptQMux,
   type AcceptQMuxOptions,
   connectQMux,

@@ -32,5 +32,7 @@ export {
   type ConnectWebTransportApiOptions,
   hasWebTransportApi,
   type WebTransportApi,
+  type WebTransportApiBidi,
   webTransportApiSession,
+  type WebTransportApiWritable,
 } from "./web_transport_api.ts";

@@ -8,12 +8,14 @@ import { SessionClosedError, StreamError } from "../errors.ts";
 import type { BidiStream, RecvStream, SendStream, Session, SessionCloseInfo } from "../session.ts";
 
 /** A send half as the W3C API hands it out: a writable whose priority is `sendOrder`. */
-type ApiWritable = WritableStream<Uint8Array> & { sendOrder?: number | null };
+export type WebTransportApiWritable = WritableStream<Uint8Array> & { sendOrder?: number | null };
 
 /** A bidirectional stream as the W3C API hands it out. */
-interface ApiBidi {
+export interface WebTransportApiBidi {
+  /** The receive half. */
   readonly readable: ReadableStream<Uint8Array>;
-  readonly writable: ApiWritable;
+  /** The send half. */
+  readonly writable: WebTransportApiWritable;
 }
 
 /** The members of the W3C `WebTransport` interface the adapter uses. */
@@ -27,11 +29,11 @@ export interface WebTransportApi {
   /** Closes the session. */
   close(info?: { closeCode?: number; reason?: string }): void;
   /** Opens a bidirectional stream. */
-  createBidirectionalStream(options?: { sendOrder?: number }): Promise<ApiBidi>;
+  createBidirectionalStream(options?: { sendOrder?: number }): Promise<WebTransportApiBidi>;
   /** Opens a unidirectional stream. */
-  createUnidirectionalStream(options?: { sendOrder?: number }): Promise<ApiWritable>;
+  createUnidirectionalStream(options?: { sendOrder?: number }): Promise<WebTransportApiWritable>;
   /** Streams the peer opened. */
-  readonly incomingBidirectionalStreams: ReadableStream<ApiBidi>;
+  readonly incomingBidirectionalStreams: ReadableStream<WebTransportApiBidi>;
   /** Unidirectional streams the peer opened. */
   readonly incomingUnidirectionalStreams: ReadableStream<ReadableStream<Uint8Array>>;
 }
@@ -133,7 +135,7 @@ class ApiSession implements Session {
   readonly remote: string;
   readonly closed: Promise<SessionCloseInfo>;
   readonly #wt: WebTransportApi;
-  readonly #bidi: ReadableStreamDefaultReader<ApiBidi>;
+  readonly #bidi: ReadableStreamDefaultReader<WebTransportApiBidi>;
   readonly #uni: ReadableStreamDefaultReader<ReadableStream<Uint8Array>>;
   #ended = false;
 
@@ -218,7 +220,7 @@ function orderOf(options?: { sendOrder?: number }): { sendOrder?: number } {
   return options?.sendOrder === undefined ? {} : { sendOrder: options.sendOrder };
 }
 
-function orderSetter(writable: ApiWritable): (order: number) => void {
+function orderSetter(writable: WebTransportApiWritable): (order: number) => void {
   return (order) => {
     writable.sendOrder = order;
   };
