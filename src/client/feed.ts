@@ -80,7 +80,9 @@ export class FeedStateEvent extends Event {
 /** How often the ledger is read while no live subscription is up, ms. */
 const POLL_MS = 1_000;
 /** Gaps at most this long are fetched over MoQ before the ledger is asked over HTTP. */
-const FETCH_GAP_MAX = 8;
+const FETCH_GAP_MAX = 256;
+/** FETCH requests in flight at once while filling a gap. */
+const FETCH_CONCURRENCY = 16;
 /** Records handed over but not yet taken by the consumer before the feed pauses. */
 const OUT_HIGH_WATER = 64;
 /** How often the link supervisor looks at the credential's renewal time, ms. */
@@ -261,7 +263,9 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
         this.#catchUp = false;
         this.#setState(this.#live ? "repairing" : "connecting");
         try {
-          await this.#repair(gap?.due ? gap : undefined);
+          // A gap filled over MoQ is not the catch-up: that one reads the ledger.
+          const readLedger = await this.#repair(gap?.due ? gap : undefined);
+          if (catchUp && !readLedger) this.#catchUp = true;
           backoff.reset();
         } catch (err) {
           if (this.#closing) return;
@@ -282,13 +286,17 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
     await this.#out.push(p.record);
   }
 
-  /** Reads what is missing: a small gap over MoQ if it can, else the ledger after the cursor. */
-  async #repair(gap: Gap | undefined): Promise<void> {
+  /**
+   * Reads what is missing: a gap over MoQ FETCH when the link can supply it
+   * (a relay forwards what it does not hold), else the ledger after the
+   * cursor. True when it read the ledger up to its newest record.
+   */
+  async #repair(gap: Gap | undefined): Promise<boolean> {
     const link = this.#link;
     if (
       gap && link?.ready && gap.to - gap.from < FETCH_GAP_MAX && await this.#fetchGap(link, gap)
     ) {
-      return;
+      return false;
     }
     const seq = this.#seq;
     for (;;) {
@@ -296,29 +304,32 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
       try {
         read = await readAfter(this.#http, this.#address.url, seq.epoch, seq.cursor, MAX_PAGE);
       } catch (err) {
-        if (err instanceof HttpError && err.status === 404) return; // no such track yet
+        if (err instanceof HttpError && err.status === 404) return true; // no such track yet
         throw err;
       }
       for (const p of read.page.records) if (seq.accept(p)) await this.#emit(p);
       for (let p = seq.takeNext(); p; p = seq.takeNext()) await this.#emit(p);
-      if (!read.more || this.#closing) return;
+      if (!read.more || this.#closing) return true;
     }
   }
 
-  /** Fetches each missing group over MoQ; false when any could not be had. */
+  /** Fetches the missing groups over MoQ, a window at a time; false once one could not be had. */
   async #fetchGap(link: LiveLink, gap: Gap): Promise<boolean> {
     const { broadcast, name } = this.#address;
-    const wanted: number[] = [];
-    for (let s = gap.from; s <= gap.to; s++) wanted.push(s);
-    const got = await Promise.all(wanted.map(async (s) => {
-      try {
-        const group = await link.fetch(broadcast, name, s + 1);
-        return this.#seq.offer(s, () => this.#read(group, link.info)) || s <= this.#seq.cursor;
-      } catch {
-        return false;
-      }
-    }));
-    return got.every(Boolean);
+    for (let from = gap.from; from <= gap.to; from += FETCH_CONCURRENCY) {
+      const wanted: number[] = [];
+      for (let s = from; s <= Math.min(gap.to, from + FETCH_CONCURRENCY - 1); s++) wanted.push(s);
+      const got = await Promise.all(wanted.map(async (s) => {
+        try {
+          const group = await link.fetch(broadcast, name, s + 1);
+          return this.#seq.offer(s, () => this.#read(group, link.info)) || s <= this.#seq.cursor;
+        } catch {
+          return false;
+        }
+      }));
+      if (!got.every(Boolean) || this.#closing) return false;
+    }
+    return true;
   }
 
   /** A live or fetched group as a record; undefined when its frame cannot be read. */
