@@ -19,7 +19,8 @@ import { Backoff, sleep } from "./backoff.ts";
 import { type CertificateHash, type Dialer, dialSession } from "./dial.ts";
 import { HttpError, retryable } from "./errors.ts";
 import { type HttpContext, MAX_PAGE, readAfter } from "./http.ts";
-import { LiveLink } from "./live.ts";
+import { LinkKeeper } from "./link_keeper.ts";
+import type { LiveLink } from "./live.ts";
 import { type FeedRecord, type Positioned, recordFromFrame } from "./record.ts";
 import { type Gap, Sequencer } from "./sequencer.ts";
 import { checkStart, type FeedStart, resolveStart } from "./start.ts";
@@ -85,8 +86,6 @@ const FETCH_GAP_MAX = 256;
 const FETCH_CONCURRENCY = 16;
 /** Records handed over but not yet taken by the consumer before the feed pauses. */
 const OUT_HIGH_WATER = 64;
-/** How often the link supervisor looks at the credential's renewal time, ms. */
-const RENEW_CHECK_MS = 1_000;
 
 /**
  * Opens a feed of a track's records. Iterate it with `for await`; it
@@ -118,8 +117,6 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
   /** Resolves once the feed has stopped (closed, aborted, or refused). */
   readonly closed: Promise<void>;
   readonly #address: TrackAddress;
-  readonly #moqUrl: URL;
-  readonly #options: FeedOptions;
   readonly #tokens: TokenKeeper;
   readonly #http: HttpContext;
   readonly #abort = new AbortController();
@@ -128,16 +125,14 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
   readonly #timers: Timers;
   #state: FeedState = "connecting";
   #error: unknown = undefined;
-  #link: LiveLink | undefined;
+  readonly #links: LinkKeeper;
   #catchUp = true;
   #wake: (() => void) | undefined;
 
   /** @internal Use {@linkcode openFeed}. */
   constructor(options: FeedOptions) {
     super();
-    this.#options = options;
     this.#address = parseTrackUrl(options.track);
-    this.#moqUrl = moqUrl(options.moq);
     const from = checkStart(options.from ?? "latest");
     this.#tokens = new TokenKeeper(options.token);
     this.#timers = options.timers ?? systemTimers;
@@ -148,6 +143,28 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
       ...(options.fetch ? { fetch: options.fetch } : {}),
     };
     this.#out = new BackpressureQueue<FeedRecord>(OUT_HIGH_WATER, () => this.close());
+    this.#links = new LinkKeeper({
+      url: moqUrl(options.moq),
+      tokens: this.#tokens,
+      dial: options.dial ?? dialSession,
+      timers: this.#timers,
+      ...(options.serverCertificateHashes
+        ? { serverCertificateHashes: options.serverCertificateHashes }
+        : {}),
+      broadcast: this.#address.broadcast,
+      name: this.#address.name,
+      start: () => this.#seq.cursor + 2,
+      onGroup: (group, link) => {
+        this.#seq.offer(group.sequence - 1, () => this.#read(group, link.info));
+        this.#poke();
+      },
+      onReady: () => {
+        this.#catchUp = true;
+        this.#poke();
+      },
+      onLost: () => this.#poke(),
+      signal: this.#abort.signal,
+    });
     const signal = options.signal;
     signal?.addEventListener("abort", () => this.close(), { once: true });
     this.closed = this.#run(from);
@@ -174,7 +191,7 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
   close(): void {
     if (this.#abort.signal.aborted) return;
     this.#abort.abort();
-    this.#link?.close();
+    this.#links.current?.close();
     this.#out.end(this.#error);
     this.#poke();
     this.#setState("closed");
@@ -190,7 +207,7 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
   }
 
   get #live(): boolean {
-    return this.#link?.ready ?? false;
+    return this.#links.ready;
   }
 
   #setState(state: FeedState): void {
@@ -225,7 +242,7 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
         this.#seq.cursor = start.seq;
       });
       if (this.#closing) return;
-      await Promise.all([this.#supervise(), this.#pump()]);
+      await Promise.all([this.#links.run(), this.#pump()]);
     } catch (err) {
       if (!this.#closing) {
         this.#error = err;
@@ -255,7 +272,7 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
     while (!this.#closing) {
       for (let p = this.#seq.takeNext(); p; p = this.#seq.takeNext()) await this.#emit(p);
       if (this.#closing) return;
-      const link = this.#link;
+      const link = this.#links.current;
       const gap = this.#seq.gap((s) => dropped(link, s + 1));
       const pollDue = !this.#live && Date.now() - lastRead >= POLL_MS;
       if (this.#catchUp || gap?.due || pollDue) {
@@ -292,7 +309,7 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
    * cursor. True when it read the ledger up to its newest record.
    */
   async #repair(gap: Gap | undefined): Promise<boolean> {
-    const link = this.#link;
+    const link = this.#links.current;
     if (
       gap && link?.ready && gap.to - gap.from < FETCH_GAP_MAX && await this.#fetchGap(link, gap)
     ) {
@@ -346,70 +363,6 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
     } catch {
       return undefined; // the ledger supplies it instead
     }
-  }
-
-  // Keeps one live link up: reconnects with backoff, and replaces a link whose credential is due.
-  async #supervise(): Promise<void> {
-    const backoff = new Backoff();
-    while (!this.#closing) {
-      const link = this.#link ??= this.#newLink();
-      const renewIn = this.#tokens.renewAt - Date.now();
-      const outcome = await Promise.race([
-        link.ended.then(() => "ended" as const),
-        sleep(Math.max(0, Math.min(RENEW_CHECK_MS, renewIn)), this.#abort.signal, this.#timers)
-          .then(() => "tick" as const),
-      ]);
-      if (this.#closing) return;
-      if (outcome === "ended") {
-        if (this.#link === link) this.#link = undefined;
-        this.#poke();
-        if (link.wasReady) backoff.reset();
-        await sleep(backoff.next(), this.#abort.signal, this.#timers);
-      } else if (link.ready && Date.now() >= this.#tokens.renewAt) {
-        await this.#renew(link);
-      }
-    }
-    this.#link?.close();
-  }
-
-  /** Opens a link with a fresh credential and retires `old` once the new one is subscribed. */
-  async #renew(old: LiveLink): Promise<void> {
-    try {
-      await this.#tokens.refresh();
-    } catch {
-      return; // tried again at the next check; the current link lives until it ends
-    }
-    const next = this.#newLink();
-    if (await next.opened && !this.#closing && this.#link === old) {
-      this.#link = next;
-      old.close();
-    } else next.close();
-  }
-
-  #newLink(): LiveLink {
-    const o = this.#options;
-    return new LiveLink({
-      url: async () => {
-        const url = new URL(this.#moqUrl);
-        const token = await this.#tokens.get();
-        if (token !== undefined) url.searchParams.set("jwt", token);
-        return url;
-      },
-      dial: o.dial ?? dialSession,
-      timers: this.#timers,
-      ...(o.serverCertificateHashes ? { serverCertificateHashes: o.serverCertificateHashes } : {}),
-      broadcast: this.#address.broadcast,
-      name: this.#address.name,
-      start: this.#seq.cursor + 2,
-      onGroup: (group, link) => {
-        this.#seq.offer(group.sequence - 1, () => this.#read(group, link.info));
-        this.#poke();
-      },
-      onReady: () => {
-        this.#catchUp = true;
-        this.#poke();
-      },
-    });
   }
 }
 

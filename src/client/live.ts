@@ -50,16 +50,23 @@ export class LiveLink {
   readonly ended: Promise<string>;
   /** Resolves true once the subscription is accepted, false if the link ended first. */
   readonly opened: Promise<boolean>;
+  /**
+   * Resolves with whichever comes first: the link ended, or the server asked
+   * it to go away (GOAWAY, with the URI to move to, possibly empty).
+   */
+  readonly settled: Promise<{ readonly ended: string } | { readonly goaway: string }>;
   readonly #abort = new AbortController();
   #moq: MoqSession | undefined;
   #info: TrackInfo | undefined;
   #drops: () => ReadonlyArray<readonly [number, number]> = () => [];
   #ready = false;
   #opened!: (ready: boolean) => void;
+  #goaway!: (uri: string) => void;
 
   /** Starts dialing at once. */
   constructor(options: LinkOptions) {
     this.opened = new Promise((resolve) => this.#opened = resolve);
+    const goaway = new Promise<string>((resolve) => this.#goaway = resolve);
     this.ended = this.#run(options).then(
       (reason) => reason,
       (err) => errorText(err),
@@ -67,6 +74,10 @@ export class LiveLink {
       this.close();
       this.#opened(false);
     });
+    this.settled = Promise.race([
+      this.ended.then((ended) => ({ ended })),
+      goaway.then((uri) => ({ goaway: uri })),
+    ]);
   }
 
   /** True once the subscription was accepted, even if the link has ended since. */
@@ -120,6 +131,7 @@ export class LiveLink {
     }
     const moq = await connect(session, { signal });
     this.#moq = moq;
+    moq.goaway.then(this.#goaway);
     const sub = moq.subscribe(o.broadcast, o.name, { start: o.start, queueLimit: 4096 });
     this.#drops = () => sub.drops;
     const timedOut = new Promise<never>((_, reject) => {
