@@ -52,7 +52,7 @@ export function post(
   if (body === undefined) {
     return Promise.reject(new TypeError("Cannot post undefined: the payload must be a JSON value"));
   }
-  const key = options.idempotencyKey ?? crypto.randomUUID();
+  const key = options.idempotencyKey ?? randomKey();
   return withRetries(options, (ctx) => postRecord(ctx, url, body, key));
 }
 
@@ -69,6 +69,21 @@ export function redact(
 ): Promise<Committed | undefined> {
   const url = parseTrackUrl(track).url;
   return withRetries(options, (ctx) => redactRecord(ctx, url, group));
+}
+
+/** A random idempotency key (randomUUID needs a secure context; random bytes do not). */
+function randomKey(): string {
+  if (
+    typeof crypto.randomUUID === "function" &&
+    (globalThis as { isSecureContext?: boolean }).isSecureContext !== false
+  ) {
+    return crypto.randomUUID();
+  }
+  return Array.from(
+    crypto.getRandomValues(new Uint8Array(16)),
+    (b) => b.toString(16).padStart(2, "0"),
+  )
+    .join("");
 }
 
 async function withRetries<T>(
