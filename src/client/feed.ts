@@ -373,7 +373,7 @@ function dropped(link: LiveLink | undefined, sequence: number): boolean {
 
 /** The commit time a live frame carries: exact when the track's timescale is nanoseconds. */
 function liveWallclock(group: ReceivedGroup, info: TrackInfo | undefined): bigint | undefined {
-  return info?.timescale === 1_000_000_000 ? BigInt(group.timestamp) : undefined;
+  return info?.timescale === 1_000_000_000 ? group.exactTimestamp : undefined;
 }
 
 function moqUrl(moq: string | URL): URL {

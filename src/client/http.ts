@@ -85,11 +85,12 @@ export async function readPage(
   return parseHistoryPage(await response.text());
 }
 
+/** The `after` cursor that starts a forward page at a track's first record. */
+const FROM_FIRST = "e000000-g00000000";
+
 /**
- * The records after `seq` of `epoch`, oldest first, at most `limit`, and
- * whether newer ones may exist. Sequences within an epoch count up from 0,
- * so "after s, n of them" is "before s+n+1, the newest n": this works with
- * every funnel, whether or not it offers forward paging.
+ * The records after `seq` of `epoch` (-1: from the first), oldest first, at
+ * most `limit`, and whether newer ones may exist (the page's `after` cursor).
  */
 export async function readAfter(
   ctx: HttpContext,
@@ -98,11 +99,9 @@ export async function readAfter(
   seq: number,
   limit: number,
 ): Promise<{ page: HistoryPage; more: boolean }> {
-  const before = formatGroupId({ epoch, seq: seq + limit + 1 });
-  const page = await readPage(ctx, track, { before, limit: String(limit) });
-  const records = page.records.filter((r) => r.epoch > epoch || (r.epoch === epoch && r.seq > seq));
-  const last = records.at(-1);
-  return { page: { records }, more: last !== undefined && last.seq >= seq + limit };
+  const after = seq < 0 ? FROM_FIRST : formatGroupId({ epoch, seq });
+  const page = await readPage(ctx, track, { after, limit: String(limit) });
+  return { page, more: page.after !== undefined };
 }
 
 /** POSTs a JSON body with an idempotency key; answers the committed group and wallclock. */

@@ -10,12 +10,6 @@ import { quiet } from "../support/quiet.ts";
 import { assertSameGroups, ledgerEntries, Reader } from "./_feed.ts";
 import { startServers } from "./_servers.ts";
 
-/**
- * These need issue 14's server side (frame timestamps in nanoseconds on
- * moq-lite-05; FETCH answered from the ledger and forwarded by the relay).
- */
-const NEEDS_SERVER_SIDE = true;
-
 /** A fetch that answers the first `allowed` requests and fails every later one, counting them. */
 function historyGoesAway(allowed: number): { fetch: typeof fetch; refused: () => number } {
   let calls = 0;
@@ -32,7 +26,6 @@ function historyGoesAway(allowed: number): { fetch: typeof fetch; refused: () =>
 
 Deno.test({
   name: "live records carry their exact commit time (frame timestamps in nanoseconds)",
-  ignore: NEEDS_SERVER_SIDE,
   fn: async () => {
     using _q = quiet();
     await using s = await startServers();
@@ -61,7 +54,6 @@ Deno.test({
 Deno.test({
   name:
     "a feed the relay skips forward repairs over MoQ FETCH when the HTTP history is unreachable",
-  ignore: NEEDS_SERVER_SIDE,
   fn: async () => {
     using _q = quiet();
     await using s = await startServers({ relay: true });
