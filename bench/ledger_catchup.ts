@@ -8,14 +8,18 @@
  * 2. HTTP forward paging from the funnel (`GET ?after=…&limit=200` until no
  *    cursor), the funnel in its own process;
  * 3. FETCH of every group, one group per FETCH with 16 in flight, from the
- *    funnel's own MoQ listener (its worker asks the main thread's ledger).
+ *    funnel's own MoQ listener (its worker asks the main thread's ledger);
+ * 4. the client's feed (`openFeed`, from the start), which pages forward over
+ *    HTTP while subscribed to the listener; once it has caught up, `--live`
+ *    records are posted one at a time, each timed from its POST until the
+ *    feed hands it over.
  *
  * For the funnel it reports its RSS and peak RSS (VmRSS, VmHWM) after start
  * and after each catch-up. Records are written straight into the ledger before the funnel
  * starts, so the figures are reads only.
  *
  *   deno run -A --v8-flags=--expose-gc bench/ledger_catchup.ts [--records 100000]
- *     [--backends directory,postgres] [--fetch-inflight 16]
+ *     [--backends directory,postgres] [--fetch-inflight 16] [--live 300]
  *
  * With --expose-gc the heap figures are live memory at the samples (every 2000
  * entries); without it they include garbage not yet collected.
@@ -24,6 +28,7 @@
  */
 import { parseArgs } from "node:util";
 import { generateDevCertificate } from "../src/certs/mod.ts";
+import { type FeedRecord, openFeed, post } from "../src/client/mod.ts";
 import {
   DirectoryBackend,
   entryStream,
@@ -42,10 +47,12 @@ const { values } = parseArgs({
     records: { type: "string", default: "100000" },
     backends: { type: "string", default: "directory,postgres" },
     "fetch-inflight": { type: "string", default: "16" },
+    live: { type: "string", default: "300" },
   },
 });
 const RECORDS = Number(values.records);
 const INFLIGHT = Number(values["fetch-inflight"]);
+const LIVE = Number(values.live);
 const CLI = new URL("../src/cli.ts", import.meta.url).pathname;
 const TRACK: TrackPath = { broadcast: ["bench", "catchup"], track: "chat" };
 const MIB = 1024 * 1024;
@@ -196,6 +203,43 @@ async function fetchCatchUp(port: number, certPem: string): Promise<number> {
   }
 }
 
+/**
+ * The client's feed from the start: records/s of its catch-up, then the
+ * POST-to-feed latency (p50, p99 in ms) of LIVE records posted one at a time.
+ */
+async function feedCatchUp(
+  base: string,
+  port: number,
+): Promise<{ perSecond: number; p50: number; p99: number }> {
+  const track = `${base}/tracks/bench/catchup/chat`;
+  const feed = openFeed({
+    track,
+    moq: `moqt://localhost:${port}/`,
+    from: "start",
+    serverCertificateHashes: [{ algorithm: "sha-256", value: cert.sha256 }],
+  });
+  const it = feed[Symbol.asyncIterator]();
+  const next = async () => (await it.next()).value as FeedRecord;
+  try {
+    const t0 = performance.now();
+    for (let n = 0; n < RECORDS; n++) await next();
+    const perSecond = RECORDS / ((performance.now() - t0) / 1000);
+    const latencies: number[] = [];
+    for (let n = 0; n < LIVE; n++) {
+      const sent = performance.now();
+      const [committed, record] = await Promise.all([post(track, { n }), next()]);
+      if (record.group !== committed.group) throw new Error(`Feed out of step at ${record.group}`);
+      latencies.push(performance.now() - sent);
+    }
+    latencies.sort((a, b) => a - b);
+    const at = (p: number) => latencies[Math.min(LIVE - 1, Math.floor(LIVE * p))] ?? NaN;
+    return { perSecond, p50: at(0.5), p99: at(0.99) };
+  } finally {
+    feed.close();
+    await feed.closed;
+  }
+}
+
 const scratch = await Deno.makeTempDir({ prefix: "sluice-catchup-" });
 const cert = await generateDevCertificate();
 await Deno.writeTextFile(`${scratch}/cert.pem`, cert.certPem);
@@ -237,6 +281,7 @@ async function measure(
     const afterHttp = await funnel.rss();
     const fetched = await fetchCatchUp(funnel.moqPort, cert.certPem);
     const afterFetch = await funnel.rss();
+    const fed = await feedCatchUp(funnel.base, funnel.moqPort);
     console.log(
       `  ${"HTTP ?after paging (limit 200)".padEnd(34)} ${http.toFixed(0).padStart(8)} records/s`,
     );
@@ -244,6 +289,13 @@ async function measure(
       `  ${`FETCH per group (${INFLIGHT} in flight)`.padEnd(34)} ${
         fetched.toFixed(0).padStart(8)
       } records/s`,
+    );
+    console.log(
+      `  ${"client feed (openFeed, from start)".padEnd(34)} ${
+        fed.perSecond.toFixed(0).padStart(8)
+      } records/s   then live POST→feed p50 ${fed.p50.toFixed(1)} ms, p99 ${
+        fed.p99.toFixed(1)
+      } ms (${LIVE} records)`,
     );
     const mib = (r: { peak: number; now: number }) =>
       `${r.now.toFixed(0)} MiB (peak ${r.peak.toFixed(0)})`;
