@@ -17,16 +17,44 @@ interface Message {
   readonly text?: unknown;
 }
 
+/**
+ * The few DOM members the page uses, declared here because the project is
+ * type-checked with Deno's libraries (which have no DOM) in one program.
+ */
+interface PageElement {
+  textContent: string | null;
+  className: string;
+  title: string;
+  value: string;
+  dateTime: string;
+  scrollTop: number;
+  readonly dataset: Record<string, string | undefined>;
+  readonly scrollHeight: number;
+  readonly clientHeight: number;
+  readonly children: { readonly length: number };
+  readonly firstElementChild: PageElement | null;
+  append(...nodes: PageElement[]): void;
+  remove(): void;
+  querySelector(selector: string): PageElement | null;
+  addEventListener(type: string, listener: (event: { preventDefault(): void }) => void): void;
+}
+const document = (globalThis as unknown as {
+  document: {
+    querySelector(selector: string): PageElement | null;
+    createElement(tag: string): PageElement;
+  };
+}).document;
+
 const config = await (await fetch("/config.json")).json() as DemoConfig;
 const host = location.hostname;
 const track = `http://${host}:${config.httpPort}/tracks/${config.track}`;
 const hash = Uint8Array.from(config.sha256.match(/../g) ?? [], (h) => parseInt(h, 16));
 
-const log = document.querySelector<HTMLUListElement>("#log")!;
-const state = document.querySelector<HTMLElement>("#state")!;
-const form = document.querySelector<HTMLFormElement>("#send")!;
-const nameInput = document.querySelector<HTMLInputElement>("#name")!;
-const textInput = document.querySelector<HTMLInputElement>("#text")!;
+const log = document.querySelector("#log")!;
+const state = document.querySelector("#state")!;
+const form = document.querySelector("#send")!;
+const nameInput = document.querySelector("#name")!;
+const textInput = document.querySelector("#text")!;
 nameInput.value = localStorage.getItem("sluice-demo-name") ?? "";
 
 const feed = openFeed({
