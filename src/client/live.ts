@@ -11,10 +11,11 @@ import { sleep } from "./backoff.ts";
 import type { CertificateHash, Dialer } from "./dial.ts";
 
 /**
- * How often a link asks the server for the track's properties (lite-05
- * TRACK), and how long an answer may take: a server that vanished without
- * closing (killed, or the path died) is noticed within about five seconds,
- * on every transport, without waiting for an idle timeout.
+ * How long a link may hear nothing before it asks the server for the
+ * track's properties (lite-05 TRACK), and how long an answer may take: a
+ * server that vanished without closing (killed, or the path died) is
+ * noticed within about five seconds, on every transport, without waiting
+ * for an idle timeout. A link that receives groups sends no probes.
  */
 export const PROBE_INTERVAL_MS = 1_500;
 /** How long a probe may go unanswered before the link is given up, ms. */
@@ -60,6 +61,7 @@ export class LiveLink {
   #info: TrackInfo | undefined;
   #drops: () => ReadonlyArray<readonly [number, number]> = () => [];
   #ready = false;
+  #heardAt = 0;
   #opened!: (ready: boolean) => void;
   #goaway!: (uri: string) => void;
 
@@ -146,7 +148,10 @@ export class LiveLink {
     o.onReady(this);
     const probing = moq.version === "moq-lite-05" ? this.#probe(moq, o) : undefined;
     try {
-      for await (const group of sub) o.onGroup(group, this);
+      for await (const group of sub) {
+        this.#heardAt = Date.now();
+        o.onGroup(group, this);
+      }
       return signal.aborted ? "closed" : "the publisher ended the track";
     } finally {
       this.#abort.abort();
@@ -154,12 +159,14 @@ export class LiveLink {
     }
   }
 
-  // A TRACK request every interval: an answer proves the server and the path still work.
+  // A TRACK request after each quiet interval: an answer proves the server and the path still work.
   async #probe(moq: MoqSession, o: LinkOptions): Promise<void> {
     const signal = this.#abort.signal;
+    this.#heardAt = Date.now();
     while (!signal.aborted) {
-      await sleep(PROBE_INTERVAL_MS, signal, o.timers);
+      await sleep(this.#heardAt + PROBE_INTERVAL_MS - Date.now(), signal, o.timers);
       if (signal.aborted) return;
+      if (Date.now() - this.#heardAt < PROBE_INTERVAL_MS) continue; // groups arrived meanwhile
       let timer: unknown;
       const answered = await Promise.race([
         moq.trackInfo(o.broadcast, o.name).then(() => true, () => false),
@@ -172,6 +179,7 @@ export class LiveLink {
         moq.close(MoqCode.Transport, "no answer from the server");
         return;
       }
+      this.#heardAt = Date.now();
     }
   }
 }
