@@ -128,6 +128,7 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
   readonly #links: LinkKeeper;
   #catchUp = true;
   #wake: (() => void) | undefined;
+  #detach: () => void = () => {};
 
   /** @internal Use {@linkcode openFeed}. */
   constructor(options: FeedOptions) {
@@ -166,7 +167,11 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
       signal: this.#abort.signal,
     });
     const signal = options.signal;
-    signal?.addEventListener("abort", () => this.close(), { once: true });
+    if (signal) {
+      const onAbort = () => this.close();
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.#detach = () => signal.removeEventListener("abort", onAbort);
+    }
     this.closed = this.#run(from);
     if (signal?.aborted) this.close();
   }
@@ -191,6 +196,7 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
   close(): void {
     if (this.#abort.signal.aborted) return;
     this.#abort.abort();
+    this.#detach();
     this.#links.current?.close();
     this.#out.end(this.#error);
     this.#poke();
