@@ -64,8 +64,10 @@ const feed = openFeed({
   serverCertificateHashes: [{ algorithm: "sha-256", value: hash }],
 });
 feed.addEventListener("statechange", () => {
-  state.textContent = feed.state;
+  const transport = feed.transport;
+  state.textContent = transport ? `${feed.state} · ${transport}` : feed.state;
   state.className = feed.state;
+  state.dataset.transport = transport ?? "";
 });
 
 function show(record: FeedRecord): void {

@@ -1,11 +1,12 @@
 /**
- * The client's Deno-only transports: native QUIC and sluice's own
- * WebTransport over HTTP/3. Only ever loaded by dynamic import.
+ * The client's dialing in Deno: sluice's own transports by URL scheme, with
+ * `https://` falling back to `wss://` as in browsers. Only ever loaded by
+ * dynamic import.
  */
+import { connectSession, type ConnectSessionOptions } from "../transport/connect.ts";
 import type { Session } from "../transport/session.ts";
-import { connectQuicSession } from "../transport/quic/dial.ts";
-import { connectWebTransport } from "../transport/webtransport/client.ts";
-import type { DialOptions } from "./dial.ts";
+import { type DialOptions, WEBSOCKET_HEAD_START_MS, webSocketUrl } from "./dial.ts";
+import { firstToOpen } from "./first_to_open.ts";
 
 function hashBytes(value: ArrayBuffer | ArrayBufferView): Uint8Array {
   return value instanceof ArrayBuffer
@@ -13,24 +14,19 @@ function hashBytes(value: ArrayBuffer | ArrayBufferView): Uint8Array {
     : new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
 }
 
-/** Dials `moqt://` over native QUIC. */
-export function dialQuic(url: URL, options: DialOptions): Promise<Session> {
-  const hashes = options.serverCertificateHashes?.map((h) => ({
-    algorithm: h.algorithm,
-    value: hashBytes(h.value),
-  }));
-  return connectQuicSession(url, {
-    alpn: options.protocols,
-    ...(hashes ? { serverCertificateHashes: hashes } : {}),
-    ...(options.signal ? { signal: options.signal } : {}),
-  });
-}
-
-/** Dials `https://` with sluice's WebTransport client. */
-export function dialWebTransport(url: URL, options: DialOptions): Promise<Session> {
-  const hashes = options.serverCertificateHashes?.map((h) => hashBytes(h.value));
-  return connectWebTransport(url, {
+/** Dials `url` with sluice's transports: QUIC, WebTransport (then WebSocket), or WebSocket. */
+export function dialInDeno(url: URL, options: DialOptions): Promise<Session> {
+  const o: ConnectSessionOptions = {
     protocols: options.protocols,
-    ...(hashes ? { serverCertificateHashes: hashes } : {}),
-  });
+    ...(options.serverCertificateHashes
+      ? { serverCertificateHashes: options.serverCertificateHashes.map((h) => hashBytes(h.value)) }
+      : {}),
+    ...(options.caCerts ? { caCerts: options.caCerts } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+  };
+  if (url.protocol !== "https:") return connectSession(url, o);
+  return firstToOpen(
+    [() => connectSession(url, o), () => connectSession(webSocketUrl(url), o)],
+    WEBSOCKET_HEAD_START_MS,
+  );
 }

@@ -1,14 +1,18 @@
 /**
  * Opening a transport session to a MoQ URL in whatever runtime runs the
- * client. In a browser: the browser's own WebTransport for `https://`. In
- * Deno: native QUIC for `moqt://` and sluice's own WebTransport client for
- * `https://`, loaded by dynamic import so a browser bundle never needs them.
+ * client. In a browser: `https://` is the browser's own WebTransport,
+ * falling back to QMux over its WebSocket (`wss://`, same host and port);
+ * `wss://` is QMux directly. In Deno: the same schemes through sluice's own
+ * transports, plus `moqt://` native QUIC; those are loaded by dynamic
+ * import, so a browser bundle never needs them.
  */
 import type { Session } from "../transport/session.ts";
+import { connectQMuxWeb } from "../transport/qmux/web_dial.ts";
 import {
   connectWebTransportApi,
   hasWebTransportApi,
 } from "../transport/webtransport/web_transport_api.ts";
+import { firstToOpen } from "./first_to_open.ts";
 
 /** A certificate to accept by its SHA-256, as the W3C WebTransport API takes it. */
 export interface CertificateHash {
@@ -22,8 +26,10 @@ export interface CertificateHash {
 export interface DialOptions {
   /** The application protocols to offer, preferred first (moq's `VERSIONS`). */
   readonly protocols: readonly string[];
-  /** Development certificates to accept by hash. */
+  /** Development certificates to accept by hash (WebTransport and QUIC; a WebSocket cannot pin). */
   readonly serverCertificateHashes?: readonly CertificateHash[];
+  /** Extra PEM root certificates to trust (Deno only; a browser trusts what it trusts). */
+  readonly caCerts?: readonly string[];
   /** Abandons the dial. */
   readonly signal?: AbortSignal;
 }
@@ -31,38 +37,54 @@ export interface DialOptions {
 /** Opens a transport session to `url` (the URL carries the credential as `jwt`). */
 export type Dialer = (url: URL, options: DialOptions) => Promise<Session>;
 
+/** The MoQ URL schemes the default dialer takes. */
+export const MOQ_SCHEMES: readonly string[] = ["https:", "moqt:", "wss:", "ws:"];
+
+/** How long WebTransport is tried alone before WebSocket is tried too, ms (as @moq/net does). */
+export const WEBSOCKET_HEAD_START_MS = 500;
+
 /** True when running in Deno (its transports are loaded on demand). */
 export function inDeno(): boolean {
   return typeof (globalThis as { Deno?: { version?: unknown } }).Deno?.version === "object";
 }
 
+/** The `wss://` URL on the same host, port, path and query as an `https://` one. */
+export function webSocketUrl(url: URL): URL {
+  const ws = new URL(url);
+  ws.protocol = "wss:";
+  return ws;
+}
+
 /**
- * The default dialer: `moqt://` is native QUIC (Deno only); `https://` is
- * WebTransport (the browser's own, or sluice's client in Deno).
+ * The default dialer: `https://` is WebTransport with a WebSocket
+ * fallback, `wss://` (`ws://` on loopback) QMux over WebSocket, and
+ * `moqt://` native QUIC (Deno only).
  */
 export async function dialSession(url: URL, options: DialOptions): Promise<Session> {
-  if (url.protocol === "moqt:") {
-    if (!inDeno()) {
-      throw new TypeError(`Cannot dial "${url.href}": native QUIC (moqt://) needs Deno`);
-    }
+  if (inDeno()) {
     const deno = await import("./deno_dial.ts");
-    return await deno.dialQuic(url, options);
+    return await deno.dialInDeno(url, options);
   }
+  const webSocket = (at: URL) => () =>
+    connectQMuxWeb(at, {
+      protocols: options.protocols,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+  if (url.protocol === "wss:" || url.protocol === "ws:") return await webSocket(url)();
   if (url.protocol === "https:") {
-    if (inDeno()) {
-      const deno = await import("./deno_dial.ts");
-      return await deno.dialWebTransport(url, options);
-    }
+    const attempts = [webSocket(webSocketUrl(url))];
     if (hasWebTransportApi()) {
-      return await connectWebTransportApi(url, {
-        protocols: options.protocols,
-        ...(options.serverCertificateHashes
-          ? { serverCertificateHashes: options.serverCertificateHashes }
-          : {}),
-        ...(options.signal ? { signal: options.signal } : {}),
-      });
+      attempts.unshift(() =>
+        connectWebTransportApi(url, {
+          protocols: options.protocols,
+          ...(options.serverCertificateHashes
+            ? { serverCertificateHashes: options.serverCertificateHashes }
+            : {}),
+          ...(options.signal ? { signal: options.signal } : {}),
+        })
+      );
     }
-    throw new TypeError(`Cannot dial "${url.href}": this browser has no WebTransport`);
+    return await firstToOpen(attempts, WEBSOCKET_HEAD_START_MS);
   }
-  throw new TypeError(`Cannot dial "${url.href}": the scheme must be https or moqt`);
+  throw new TypeError(`Cannot dial "${url.href}": native QUIC (moqt://) needs Deno`);
 }

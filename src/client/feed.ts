@@ -16,7 +16,7 @@ import { systemTimers, type Timers } from "../timers/mod.ts";
 import { BackpressureQueue } from "../wire/backpressure_queue.ts";
 import { formatGroupId } from "../ledger/group_id.ts";
 import { Backoff, sleep } from "./backoff.ts";
-import { type CertificateHash, type Dialer, dialSession } from "./dial.ts";
+import { type CertificateHash, type Dialer, dialSession, MOQ_SCHEMES } from "./dial.ts";
 import { HttpError, retryable } from "./errors.ts";
 import { type HttpContext, MAX_PAGE, readAfter } from "./http.ts";
 import { LinkKeeper } from "./link_keeper.ts";
@@ -41,8 +41,9 @@ export interface FeedOptions {
   readonly track: string | URL;
   /**
    * Where to subscribe: a relay or the funnel's own listener. `https://` is
-   * WebTransport (the browser's own, or sluice's client in Deno);
-   * `moqt://` is native QUIC (Deno only).
+   * WebTransport (the browser's own, or sluice's client in Deno), falling
+   * back to QMux over WebSocket on the same host and port; `wss://` is that
+   * WebSocket directly; `moqt://` is native QUIC (Deno only).
    */
   readonly moq: string | URL;
   /** Where to start (default "latest"). */
@@ -55,6 +56,11 @@ export interface FeedOptions {
   readonly token?: TokenSource;
   /** Development certificates to accept by SHA-256 (self-signed, at most 14 days). */
   readonly serverCertificateHashes?: readonly CertificateHash[];
+  /**
+   * Extra PEM root certificates to trust, for every transport (Deno only: a
+   * browser trusts what it trusts; a WebSocket cannot pin a hash).
+   */
+  readonly caCerts?: readonly string[];
   /** Closes the feed when aborted. */
   readonly signal?: AbortSignal;
   /** The fetch to use for HTTP (default the global one). */
@@ -152,6 +158,7 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
       ...(options.serverCertificateHashes
         ? { serverCertificateHashes: options.serverCertificateHashes }
         : {}),
+      ...(options.caCerts ? { caCerts: options.caCerts } : {}),
       broadcast: this.#address.broadcast,
       name: this.#address.name,
       start: () => this.#seq.cursor + 2,
@@ -184,6 +191,11 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
   /** Why the feed closed, when a refusal closed it. */
   get error(): unknown {
     return this.#error;
+  }
+
+  /** The transport of the live subscription ("quic", "webtransport", "websocket"), while one is up. */
+  get transport(): string | undefined {
+    return this.#links.ready ? this.#links.current?.transport : undefined;
   }
 
   /** The group of the last record handed over (to resume later with `{ after }`). */
@@ -389,8 +401,10 @@ function moqUrl(moq: string | URL): URL {
   } catch {
     throw new TypeError(`Cannot use MoQ URL "${moq}": not an absolute URL`);
   }
-  if (url.protocol !== "https:" && url.protocol !== "moqt:") {
-    throw new TypeError(`Cannot use MoQ URL "${url.href}": the scheme must be https or moqt`);
+  if (!MOQ_SCHEMES.includes(url.protocol)) {
+    throw new TypeError(
+      `Cannot use MoQ URL "${url.href}": the scheme must be https, wss, ws (loopback) or moqt`,
+    );
   }
   return url;
 }

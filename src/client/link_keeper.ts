@@ -25,6 +25,8 @@ export interface LinkKeeperOptions {
   readonly timers: Timers;
   /** Development certificates to accept. */
   readonly serverCertificateHashes?: readonly CertificateHash[];
+  /** Extra PEM roots to trust (Deno). */
+  readonly caCerts?: readonly string[];
   /** Broadcast path of the track. */
   readonly broadcast: string;
   /** Track name. */
@@ -124,6 +126,7 @@ export class LinkKeeper {
       dial: o.dial,
       timers: o.timers,
       ...(o.serverCertificateHashes ? { serverCertificateHashes: o.serverCertificateHashes } : {}),
+      ...(o.caCerts ? { caCerts: o.caCerts } : {}),
       broadcast: o.broadcast,
       name: o.name,
       start: o.start(),

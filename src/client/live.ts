@@ -33,6 +33,8 @@ export interface LinkOptions {
   readonly timers: Timers;
   /** Development certificates to accept by hash. */
   readonly serverCertificateHashes?: readonly CertificateHash[];
+  /** Extra PEM roots to trust (Deno). */
+  readonly caCerts?: readonly string[];
   /** Broadcast path and track name. */
   readonly broadcast: string;
   /** Track name. */
@@ -97,6 +99,11 @@ export class LiveLink {
     return this.#info;
   }
 
+  /** The transport the link's session runs on, once dialed. */
+  get transport(): string | undefined {
+    return this.#moq?.transport.transport;
+  }
+
   /** MoQ ranges (inclusive) the publisher said it will never deliver. */
   get drops(): ReadonlyArray<readonly [number, number]> {
     return this.#drops();
@@ -125,6 +132,7 @@ export class LiveLink {
     const session = await o.dial(await o.url(), {
       protocols: VERSIONS,
       ...(o.serverCertificateHashes ? { serverCertificateHashes: o.serverCertificateHashes } : {}),
+      ...(o.caCerts ? { caCerts: o.caCerts } : {}),
       signal: setup,
     });
     if (signal.aborted) {

@@ -73,6 +73,10 @@ export interface Servers extends AsyncDisposable {
   readonly moqt: string;
   /** The same over WebTransport. */
   readonly https: string;
+  /** The same over QMux on WebSocket (the TCP port of the same number). */
+  readonly wss: string;
+  /** The test certificate (PEM), for `caCerts`. */
+  readonly certPem: string;
   /** The test certificate's hash, for `serverCertificateHashes`. */
   readonly hashes: CertificateHash[];
   /** The signing key when auth is on. */
@@ -129,6 +133,8 @@ export async function startServers(options: ServersOptions = {}): Promise<Server
     http,
     moqt: `moqt://localhost:${moqPort}/`,
     https: `https://localhost:${moqPort}/`,
+    wss: `wss://localhost:${moqPort}/`,
+    certPem: cert.certPem,
     hashes: [{ algorithm: "sha-256", value: cert.sha256 }],
     key,
     track: (name) => `${http}/tracks/room/1/${name}`,

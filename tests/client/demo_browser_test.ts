@@ -1,10 +1,12 @@
-// The chat demo (`deno task demo`, run as its own process) in two headless
-// Chromium pages: the bundled client over the browser's own WebTransport.
+// The chat demo (`deno task demo`, run as its own process) in headless
+// Chromium: the bundled client over the browser's own WebTransport, and in
+// a page without WebTransport over QMux on the browser's WebSocket.
 // Set SLUICE_DEMO_SCREENSHOT=docs/demo.png to write the README's picture.
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
-import { chromiumMissing, launchChromium } from "../support/chromium.ts";
+import { testCertificateFiles } from "../support/certs.ts";
+import { chromiumMissing, launchChromium, trustKeyFlag } from "../support/chromium.ts";
 import { ignoreWithout } from "../support/requires.ts";
 import { until } from "../support/wait.ts";
 
@@ -13,16 +15,25 @@ const SERVE = fileURLToPath(new URL("../../demo/serve.ts", import.meta.url));
 interface Demo {
   readonly url: string;
   readonly lines: string[];
+  /** The Chromium flag that trusts the demo's certificate for WebSocket (TLS without pinning). */
+  readonly trust: string;
   stop(): Promise<void>;
 }
 
 async function startDemo(): Promise<Demo> {
-  // A fresh directory: no certs/ there, so the funnel generates its development certificate.
-  const cwd = await Deno.makeTempDir({ prefix: "sluice-demo-" });
+  // The test certificate, so the browser can be told to trust it for wss:// too.
+  const files = await testCertificateFiles();
+  const cwd = files.dir;
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", SERVE],
     cwd,
-    env: { DEMO_ADDR: "127.0.0.1:0", FUNNEL_ADDR: "127.0.0.1:0", FUNNEL_SERVE_ADDR: "127.0.0.1:0" },
+    env: {
+      DEMO_ADDR: "127.0.0.1:0",
+      FUNNEL_ADDR: "127.0.0.1:0",
+      FUNNEL_SERVE_ADDR: "127.0.0.1:0",
+      CERT_FILE: files.cert,
+      KEY_FILE: files.key,
+    },
     stdout: "piped",
     stderr: "piped",
   }).spawn();
@@ -50,7 +61,7 @@ async function startDemo(): Promise<Demo> {
     );
     const url = /Demo: open (\S+)/.exec(lines.join("\n"))?.[1];
     assert.ok(url, lines.join("\n"));
-    return { url, lines, stop };
+    return { url, lines, stop, trust: await trustKeyFlag(await Deno.readTextFile(files.key)) };
   } catch (err) {
     await stop();
     throw err;
@@ -86,11 +97,15 @@ Deno.test({
   sanitizeResources: false,
   fn: async () => {
     const demo = await startDemo();
-    const browser = await launchChromium();
+    const browser = await launchChromium([demo.trust]);
     try {
       const loaded: string[] = [];
-      const open = async () => {
+      const open = async (withoutWebTransport = false) => {
         const page = await browser.context.newPage();
+        if (withoutWebTransport) {
+          // deno-lint-ignore no-explicit-any
+          await page.addInitScript(() => delete (globalThis as any).WebTransport);
+        }
         page.on("request", (r) => loaded.push(new URL(r.url()).pathname));
         page.on("pageerror", (e) => console.error(`page error: ${e.message}`));
         await page.goto(demo.url);
@@ -101,6 +116,7 @@ Deno.test({
       await alice.fill("#name", "alice");
       const bob = await open();
       await bob.fill("#name", "bob");
+      assert.equal(await alice.locator("#state").getAttribute("data-transport"), "webtransport");
 
       const delays: number[] = [];
       for (let i = 0; i < 10; i++) {
@@ -133,6 +149,21 @@ Deno.test({
         state: "detached",
       });
       assert.equal((await texts(bob)).length, 9);
+
+      // A browser without WebTransport takes the WebSocket on the same port, and misses nothing.
+      const carol = await open(true);
+      await carol.fill("#name", "carol");
+      assert.equal(await carol.locator("#state").getAttribute("data-transport"), "websocket");
+      await until(async () => (await texts(carol)).length === 9, "carol's history");
+      const viaWebSocket: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        const [from, to] = i % 2 === 0 ? [carol, alice] : [alice, carol];
+        const text = `over websocket ${i}`;
+        const sentAt = await send(from, text);
+        viaWebSocket.push((await shown(to, text)) - sentAt);
+      }
+      console.log(`with one tab on WebSocket: ${viaWebSocket.join(", ")} ms`);
+      assert.deepEqual(await texts(carol), await texts(alice));
 
       // The browser ran the bundle without its Deno-only chunk.
       assert.ok(loaded.includes("/js/app.js"));

@@ -51,6 +51,28 @@ Deno.test("client feed against a funnel process", async (t) => {
     },
   );
 
+  await t.step(
+    "over QMux on WebSocket (wss://), the same handover, every record once",
+    async () => {
+      const track = s.track("websocket");
+      await postMany(track, 0, 250);
+      const sender = new Sender(track, { gapMs: 2 });
+      const reader = feed(s, track, { from: "start", moq: s.wss, caCerts: [s.certPem] });
+      try {
+        await reader.reaches("live");
+        assert.equal(reader.feed.transport, "websocket");
+        await sender.more(50);
+        await sender.stop();
+        const ledger = await ledgerEntries(track);
+        await reader.has(ledger.at(-1)!.group);
+        assertSameGroups(reader.records, ledger.map((e) => e.group));
+      } finally {
+        await sender.stop();
+        await reader.close();
+      }
+    },
+  );
+
   await t.step("{ last: n } starts with the newest n records, then everything new", async () => {
     const track = s.track("last");
     await postMany(track, 0, 30);

@@ -8,11 +8,10 @@
  * {@linkcode QMuxConnectError.status}.
  */
 import { errorText } from "../../errors/mod.ts";
-import { formatAddr } from "../address.ts";
 import type { Session } from "../session.ts";
+import { checkQMuxUrl, qmuxClientSession } from "./client_session.ts";
 import { QMuxConnectError } from "./errors.ts";
 import type { TransportParams } from "./params.ts";
-import { QMuxSession } from "./session.ts";
 import type { MessageSocket } from "./socket.ts";
 import { QMUX_DRAFTS, type QMuxDraft, subprotocolOffer } from "./subprotocol.ts";
 import { openWebSocket } from "./ws_client.ts";
@@ -39,8 +38,6 @@ export interface ConnectQMuxOptions {
   readonly highWater?: number;
 }
 
-const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
-
 /**
  * Opens a QMux session over a WebSocket. Rejects with
  * {@linkcode QMuxConnectError} when the handshake fails, times out, or the
@@ -55,14 +52,7 @@ const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
  * ```
  */
 export async function connectQMux(url: URL, options: ConnectQMuxOptions): Promise<Session> {
-  if (url.protocol !== "wss:" && url.protocol !== "ws:") {
-    throw new TypeError(`Cannot open QMux to "${url.href}": the scheme must be wss or ws`);
-  }
-  if (url.protocol === "ws:" && !LOOPBACK.test(url.hostname)) {
-    throw new TypeError(
-      `Cannot open QMux to "${url.href}": ws:// is only for loopback addresses, use wss://`,
-    );
-  }
+  checkQMuxUrl(url);
   const offer = subprotocolOffer(options.protocols, options.drafts ?? QMUX_DRAFTS);
   const { socket, protocol } = await withDeadline(
     url,
@@ -81,19 +71,7 @@ export async function connectQMux(url: URL, options: ConnectQMuxOptions): Promis
       `Cannot open QMux to "${url.href}": the server chose subprotocol "${protocol}", which was not offered`,
     );
   }
-  const port = url.port || (url.protocol === "wss:" ? "443" : "80");
-  return new QMuxSession(socket, {
-    role: "client",
-    subprotocol: protocol,
-    url: new URL(url.href),
-    remote: formatAddr({
-      transport: "tcp",
-      hostname: url.hostname.replace(/^\[|\]$/g, ""),
-      port: Number(port),
-    }),
-    ...(options.params ? { params: options.params } : {}),
-    ...(options.highWater !== undefined ? { highWater: options.highWater } : {}),
-  });
+  return qmuxClientSession(socket, protocol, url, options);
 }
 
 /**

@@ -7,6 +7,8 @@
  */
 export { acceptQMux, type AcceptQMuxOptions, isWebSocketUpgrade } from "./accept.ts";
 export { connectQMux, type ConnectQMuxOptions } from "./dial.ts";
+export { connectQMuxWeb, type ConnectQMuxWebOptions } from "./web_dial.ts";
+export type { QMuxClientOptions } from "./client_session.ts";
 export { QMuxConnectError, TransportCode } from "./errors.ts";
 export type { TransportParams } from "./params.ts";
 export { DEFAULT_PARAMS, QMuxSession, type QMuxSessionOptions } from "./session.ts";
