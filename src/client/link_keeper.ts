@@ -12,6 +12,10 @@ import type { TokenKeeper } from "./token.ts";
 
 /** How often the keeper looks at the credential's renewal time, ms. */
 const RENEW_CHECK_MS = 1_000;
+/** Tries at moving to a GOAWAY's redirect before the draining link is left anyway. */
+const MOVE_TRIES = 4;
+/** Links to a redirect that fail to open before the keeper goes back to the URL it was given. */
+const REDIRECT_FAILURES = 3;
 
 /** What the keeper needs. */
 export interface LinkKeeperOptions {
@@ -51,6 +55,7 @@ export class LinkKeeper {
   #redirect: URL | undefined;
   /** Links whose GOAWAY was already followed. */
   readonly #left = new WeakSet<LiveLink>();
+  #redirectFailures = 0;
 
   /** Keeps links with `options` once {@linkcode run} is called. */
   constructor(options: LinkKeeperOptions) {
@@ -82,15 +87,17 @@ export class LinkKeeper {
       if (o.signal.aborted) break;
       if (outcome && "goaway" in outcome && !this.#left.has(link)) {
         this.#left.add(link);
-        const target = redirectOf(outcome.goaway, o.url);
-        if (target) await this.#replace(link, target);
-        else link.close(); // gone at the next turn, then dialed again
+        await this.#move(link, redirectOf(outcome.goaway, o.url));
       } else if (outcome) {
         link.close();
         if (this.#link === link) this.#link = undefined;
         o.onLost();
         if (link.wasReady) backoff.reset();
-        this.#redirect = undefined; // a stand-in that failed: back to the URL we were given
+        // A stand-in that went away, or that keeps failing: back to the URL we were given.
+        if (this.#redirect && (link.wasReady || ++this.#redirectFailures >= REDIRECT_FAILURES)) {
+          this.#redirect = undefined;
+          this.#redirectFailures = 0;
+        }
         await sleep(backoff.next(), o.signal, o.timers);
       } else if (link.ready && Date.now() >= o.tokens.renewAt) {
         try {
@@ -98,20 +105,42 @@ export class LinkKeeper {
         } catch {
           continue; // tried again at the next check; the current link lives until it ends
         }
-        await this.#replace(link, undefined);
+        await this.#replace(link);
       }
     }
     this.#link?.close();
   }
 
-  /** Opens a new link (to `target` when given) and retires `old` once it is subscribed. */
-  async #replace(old: LiveLink, target: URL | undefined): Promise<void> {
-    if (target) this.#redirect = target;
+  /**
+   * Follows GOAWAY: to the redirect, subscribed before the draining link is
+   * left (the publisher may need a moment to arrive there, so a few tries);
+   * without one, or when it does not answer, by leaving and dialing again.
+   */
+  async #move(link: LiveLink, target: URL | undefined): Promise<void> {
+    if (target) {
+      this.#redirect = target;
+      const backoff = new Backoff();
+      for (let i = 0; i < MOVE_TRIES && link.ready && !this.#o.signal.aborted; i++) {
+        if (await this.#replace(link)) {
+          this.#redirectFailures = 0;
+          return;
+        }
+        await sleep(backoff.next(), this.#o.signal, this.#o.timers);
+      }
+    }
+    link.close(); // gone at the next turn, then dialed again
+  }
+
+  /** Opens a new link and retires `old` once it is subscribed; false when it could not. */
+  async #replace(old: LiveLink): Promise<boolean> {
     const next = this.#open();
     if (await next.opened && !this.#o.signal.aborted && this.#link === old) {
       this.#link = next;
       old.close();
-    } else next.close();
+      return true;
+    }
+    next.close();
+    return false;
   }
 
   #open(): LiveLink {
