@@ -122,11 +122,11 @@ export interface MoqNetPage {
 }
 
 /**
- * Bundles @moq/net for the browser (tests/webtransport/browser/moq_net_entry.ts)
+ * Bundles @moq/net for the browser (tests/support/browser/moq_net_entry.ts)
  * and serves a page that loads it, from a plain-HTTP loopback origin.
  */
 export async function serveMoqNetPage(): Promise<MoqNetPage> {
-  const entry = new URL("../webtransport/browser/moq_net_entry.ts", import.meta.url).pathname;
+  const entry = new URL("./browser/moq_net_entry.ts", import.meta.url).pathname;
   const bundle = await new Deno.Command(Deno.execPath(), {
     args: ["bundle", "--quiet", "--platform", "browser", "--format", "esm", entry],
     stdout: "piped",

@@ -8,13 +8,13 @@
 import assert from "node:assert/strict";
 import * as Net from "@moq/net";
 import Theirs, { selectSubprotocol } from "@moq/qmux";
-import { accept, connect, type MoqSession, TrackProducer } from "../../src/moq/mod.ts";
-import { connectQMux, type QMuxSession } from "../../src/transport/qmux/mod.ts";
-import { feedOptions } from "../moq/_pair.ts";
-import { quiet } from "../support/quiet.ts";
-import { type NetConn, theyServeUs, weServeThem } from "../support/net_feed.ts";
-import { serveQMux, webSocketOnly } from "../support/qmux.ts";
-import { testCertificate } from "../support/certs.ts";
+import { accept, connect, type MoqSession, TrackProducer } from "../../../src/moq/mod.ts";
+import { connectQMux, type QMuxSession } from "../../../src/transport/qmux/mod.ts";
+import { feedOptions } from "../../moq/_pair.ts";
+import { quiet } from "../../support/quiet.ts";
+import { type NetConn, theyServeUs, weServeThem } from "../../support/net_feed.ts";
+import { serveQMux, webSocketOnly } from "../../support/qmux.ts";
+import { testCertificate } from "../../support/certs.ts";
 
 const GROUPS = 300;
 

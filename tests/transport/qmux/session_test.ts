@@ -4,12 +4,12 @@
  * timeout, close both ways, the legacy format.
  */
 import assert from "node:assert/strict";
-import { SessionClosedError, StreamError } from "../../src/transport/errors.ts";
-import { encodeFrame } from "../../src/transport/qmux/frame.ts";
-import { connectQMux, DEFAULT_PARAMS, QMuxSession } from "../../src/transport/qmux/mod.ts";
-import { encodeTransportParams } from "../../src/transport/qmux/params.ts";
-import { qmuxPair, rawWebSocket, serveQMux } from "../support/qmux.ts";
-import { until } from "../support/wait.ts";
+import { SessionClosedError, StreamError } from "../../../src/transport/errors.ts";
+import { encodeFrame } from "../../../src/transport/qmux/frame.ts";
+import { connectQMux, DEFAULT_PARAMS, QMuxSession } from "../../../src/transport/qmux/mod.ts";
+import { encodeTransportParams } from "../../../src/transport/qmux/params.ts";
+import { qmuxPair, rawWebSocket, serveQMux } from "../../support/qmux.ts";
+import { until } from "../../support/wait.ts";
 
 async function readAll(r: ReadableStream<Uint8Array>): Promise<Uint8Array> {
   return new Uint8Array(await new Response(r).arrayBuffer());

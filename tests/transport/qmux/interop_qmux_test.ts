@@ -6,15 +6,15 @@
  */
 import assert from "node:assert/strict";
 import Theirs, { StreamError as TheirStreamError } from "@moq/qmux";
-import { StreamError } from "../../src/transport/errors.ts";
+import { StreamError } from "../../../src/transport/errors.ts";
 import {
   connectQMux,
   type QMuxDraft,
   type QMuxSession,
   selectSubprotocol,
-} from "../../src/transport/qmux/mod.ts";
-import type { Session } from "../../src/transport/session.ts";
-import { serveQMux } from "../support/qmux.ts";
+} from "../../../src/transport/qmux/mod.ts";
+import type { Session } from "../../../src/transport/session.ts";
+import { serveQMux } from "../../support/qmux.ts";
 
 const BIG = 3 * 1024 * 1024; // past every initial window (1 MiB connection, 256 KiB stream)
 

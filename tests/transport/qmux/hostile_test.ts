@@ -4,14 +4,14 @@
  * code and a WebSocket close, while the server keeps serving others.
  */
 import assert from "node:assert/strict";
-import { TransportCode } from "../../src/transport/qmux/errors.ts";
-import { encodeFrame } from "../../src/transport/qmux/frame.ts";
-import { encodeTransportParams } from "../../src/transport/qmux/params.ts";
-import { connectQMux, DEFAULT_PARAMS, type QMuxSession } from "../../src/transport/qmux/mod.ts";
-import { concatBytes } from "../../src/wire/mod.ts";
-import { rawWebSocket, serveQMux } from "../support/qmux.ts";
-import { abuse, HOSTILE_CASES, PROTOCOL } from "../support/qmux_hostile.ts";
-import { until } from "../support/wait.ts";
+import { TransportCode } from "../../../src/transport/qmux/errors.ts";
+import { encodeFrame } from "../../../src/transport/qmux/frame.ts";
+import { encodeTransportParams } from "../../../src/transport/qmux/params.ts";
+import { connectQMux, DEFAULT_PARAMS, type QMuxSession } from "../../../src/transport/qmux/mod.ts";
+import { concatBytes } from "../../../src/wire/mod.ts";
+import { rawWebSocket, serveQMux } from "../../support/qmux.ts";
+import { abuse, HOSTILE_CASES, PROTOCOL } from "../../support/qmux_hostile.ts";
+import { until } from "../../support/wait.ts";
 
 /** The server, and a check that it still serves a well-behaved client. */
 async function server() {

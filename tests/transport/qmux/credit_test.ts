@@ -1,12 +1,12 @@
 /** Flow-control arithmetic: credit we spend, windows we grant, stream counts, subprotocols. */
 import assert from "node:assert/strict";
-import { RecvWindow, SendCredit, StreamCountLimit } from "../../src/transport/qmux/credit.ts";
-import { OpenedStreams } from "../../src/transport/qmux/stream_ids.ts";
+import { RecvWindow, SendCredit, StreamCountLimit } from "../../../src/transport/qmux/credit.ts";
+import { OpenedStreams } from "../../../src/transport/qmux/stream_ids.ts";
 import {
   parseSubprotocol,
   selectSubprotocol,
   subprotocolOffer,
-} from "../../src/transport/qmux/subprotocol.ts";
+} from "../../../src/transport/qmux/subprotocol.ts";
 
 Deno.test("send credit: spend, raise (never lower), wake waiters", async () => {
   const c = new SendCredit(100);

@@ -3,11 +3,11 @@ import {
   connectWebTransport,
   WebTransportRefusedError,
   WebTransportStreamError,
-} from "../../src/transport/webtransport/mod.ts";
-import { SessionClosedError, StreamError } from "../../src/transport/mod.ts";
-import { connectQuicSession } from "../../src/transport/quic.ts";
-import { readText, startServer, writeText } from "./_helpers.ts";
-import { VERSIONS } from "../../src/moq/mod.ts";
+} from "../../../src/transport/webtransport/mod.ts";
+import { SessionClosedError, StreamError } from "../../../src/transport/mod.ts";
+import { connectQuicSession } from "../../../src/transport/quic.ts";
+import { readText, startServer, writeText } from "../_server.ts";
+import { VERSIONS } from "../../../src/moq/mod.ts";
 
 Deno.test("our client and server: lite-05, streams with FIN both ways, datagrams, close code both ways", async () => {
   const t = await startServer();

@@ -1,20 +1,20 @@
 /** QMux frames and transport parameters: round trips and the bytes captured in protocol §10. */
 import assert from "node:assert/strict";
-import { QMuxProtocolError, TransportCode } from "../../src/transport/qmux/errors.ts";
+import { QMuxProtocolError, TransportCode } from "../../../src/transport/qmux/errors.ts";
 import {
   type ControlFrame,
   encodeFrame,
   type Frame,
   streamFrameHeader,
-} from "../../src/transport/qmux/frame.ts";
-import { decodeMessage } from "../../src/transport/qmux/frame_decode.ts";
+} from "../../../src/transport/qmux/frame.ts";
+import { decodeMessage } from "../../../src/transport/qmux/frame_decode.ts";
 import {
   decodeTransportParams,
   encodeTransportParams,
   type TransportParams,
-} from "../../src/transport/qmux/params.ts";
-import type { WireFormat } from "../../src/transport/qmux/subprotocol.ts";
-import { concatBytes } from "../../src/wire/mod.ts";
+} from "../../../src/transport/qmux/params.ts";
+import type { WireFormat } from "../../../src/transport/qmux/subprotocol.ts";
+import { concatBytes } from "../../../src/wire/mod.ts";
 
 const hex = (s: string) =>
   Uint8Array.from(s.split(/\s+/).filter((b) => b !== "").map((b) => parseInt(b, 16)));

@@ -4,10 +4,10 @@
  * messages, pings, a bad accept key, masked server frames).
  */
 import assert from "node:assert/strict";
-import { QMuxConnectError } from "../../src/transport/qmux/errors.ts";
-import { openWebSocket } from "../../src/transport/qmux/ws_client.ts";
-import { concatBytes } from "../../src/wire/mod.ts";
-import { testCertificate } from "../support/certs.ts";
+import { QMuxConnectError } from "../../../src/transport/qmux/errors.ts";
+import { openWebSocket } from "../../../src/transport/qmux/ws_client.ts";
+import { concatBytes } from "../../../src/wire/mod.ts";
+import { testCertificate } from "../../support/certs.ts";
 
 const enc = new TextEncoder();
 

@@ -1,29 +1,29 @@
 import assert from "node:assert/strict";
-import { huffmanDecode, huffmanEncode } from "../../src/transport/h3/huffman.ts";
+import { huffmanDecode, huffmanEncode } from "../../../src/transport/h3/huffman.ts";
 import {
   decodeFieldSection,
   encodeFieldSection,
   HeaderTooLargeError,
   QpackError,
-} from "../../src/transport/h3/qpack.ts";
-import { decodeSettings } from "../../src/transport/h3/settings.ts";
+} from "../../../src/transport/h3/qpack.ts";
+import { decodeSettings } from "../../../src/transport/h3/settings.ts";
 import {
   parseStringItem,
   parseStringList,
   serializeString,
-} from "../../src/transport/h3/structured_field.ts";
+} from "../../../src/transport/h3/structured_field.ts";
 import {
   decodeCloseCapsule,
   encodeCloseCapsule,
-} from "../../src/transport/webtransport/capsule.ts";
-import { encodeFrame } from "../../src/transport/h3/frame.ts";
+} from "../../../src/transport/webtransport/capsule.ts";
+import { encodeFrame } from "../../../src/transport/h3/frame.ts";
 import {
   H3Code,
   H3ConnectionError,
   wtErrorFromHttp3,
   wtErrorToHttp3,
-} from "../../src/transport/webtransport/mod.ts";
-import { streamErrorCode } from "../../src/transport/webtransport/mod.ts";
+} from "../../../src/transport/webtransport/mod.ts";
+import { streamErrorCode } from "../../../src/transport/webtransport/mod.ts";
 
 const hex = (s: string): Uint8Array =>
   Uint8Array.from(s.replace(/\s+/g, "").match(/../g)?.map((b) => parseInt(b, 16)) ?? []);

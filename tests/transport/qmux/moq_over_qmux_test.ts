@@ -4,11 +4,11 @@
  * ws:// and wss:// with a certificate trusted through `caCerts`.
  */
 import assert from "node:assert/strict";
-import { accept, connect, type MoqSession, TrackProducer } from "../../src/moq/mod.ts";
-import { connectQMux, type QMuxDraft, type QMuxSession } from "../../src/transport/qmux/mod.ts";
-import { testCertificate } from "../support/certs.ts";
-import { seeAnnounced } from "../support/moq.ts";
-import { serveQMux } from "../support/qmux.ts";
+import { accept, connect, type MoqSession, TrackProducer } from "../../../src/moq/mod.ts";
+import { connectQMux, type QMuxDraft, type QMuxSession } from "../../../src/transport/qmux/mod.ts";
+import { testCertificate } from "../../support/certs.ts";
+import { seeAnnounced } from "../../support/moq.ts";
+import { serveQMux } from "../../support/qmux.ts";
 
 const GROUPS = 300;
 const enc = new TextEncoder();

@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
-import { connectWebTransport, H3Code } from "../../src/transport/webtransport/mod.ts";
-import { encodeFrame } from "../../src/transport/h3/frame.ts";
-import { readHeaders } from "../../src/transport/h3/headers.ts";
-import { encodeFieldSection, type HeaderField } from "../../src/transport/h3/qpack.ts";
-import { encodeSettings } from "../../src/transport/h3/settings.ts";
-import { concatBytes, encodeVarint, StreamReader } from "../../src/wire/mod.ts";
-import { readText, startServer, type TestServer, writeText } from "./_helpers.ts";
-import { VERSIONS } from "../../src/moq/mod.ts";
+import { connectWebTransport, H3Code } from "../../../src/transport/webtransport/mod.ts";
+import { encodeFrame } from "../../../src/transport/h3/frame.ts";
+import { readHeaders } from "../../../src/transport/h3/headers.ts";
+import { encodeFieldSection, type HeaderField } from "../../../src/transport/h3/qpack.ts";
+import { encodeSettings } from "../../../src/transport/h3/settings.ts";
+import { concatBytes, encodeVarint, StreamReader } from "../../../src/wire/mod.ts";
+import { readText, startServer, type TestServer, writeText } from "../_server.ts";
+import { VERSIONS } from "../../../src/moq/mod.ts";
 
 // A raw HTTP/3 peer that writes hand-made bytes, to check how the server treats hostile input.
 

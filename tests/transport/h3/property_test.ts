@@ -2,7 +2,7 @@
 // SETTINGS, frames on request and control streams, capsules and the
 // structured fields of WT-Protocol.
 import assert from "node:assert/strict";
-import { huffmanDecode, huffmanEncode } from "../../src/transport/h3/huffman.ts";
+import { huffmanDecode, huffmanEncode } from "../../../src/transport/h3/huffman.ts";
 import {
   decodeFieldSection,
   encodeFieldSection,
@@ -10,12 +10,12 @@ import {
   type HeaderField,
   HeaderTooLargeError,
   QpackError,
-} from "../../src/transport/h3/qpack.ts";
-import { decodeSettings, encodeSettings } from "../../src/transport/h3/settings.ts";
-import { encodeFrame, FrameType } from "../../src/transport/h3/frame.ts";
-import { readHeaders } from "../../src/transport/h3/headers.ts";
-import { ControlStreams } from "../../src/transport/h3/control_stream.ts";
-import { H3ConnectionError } from "../../src/transport/h3/errors.ts";
+} from "../../../src/transport/h3/qpack.ts";
+import { decodeSettings, encodeSettings } from "../../../src/transport/h3/settings.ts";
+import { encodeFrame, FrameType } from "../../../src/transport/h3/frame.ts";
+import { readHeaders } from "../../../src/transport/h3/headers.ts";
+import { ControlStreams } from "../../../src/transport/h3/control_stream.ts";
+import { H3ConnectionError } from "../../../src/transport/h3/errors.ts";
 import {
   type Capsule,
   CapsuleParser,
@@ -23,9 +23,12 @@ import {
   decodeCloseCapsule,
   encodeCapsule,
   encodeCloseCapsule,
-} from "../../src/transport/webtransport/capsule.ts";
-import { parseStringList, serializeStringList } from "../../src/transport/h3/structured_field.ts";
-import { concatBytes, DecodeError, StreamReader } from "../../src/wire/mod.ts";
+} from "../../../src/transport/webtransport/capsule.ts";
+import {
+  parseStringList,
+  serializeStringList,
+} from "../../../src/transport/h3/structured_field.ts";
+import { concatBytes, DecodeError, StreamReader } from "../../../src/wire/mod.ts";
 import {
   check,
   checkAsync,
@@ -34,7 +37,7 @@ import {
   decodesOrRefusesAsync,
   fc,
   hostileBytes,
-} from "../support/property.ts";
+} from "../../support/property.ts";
 
 const cuts = fc.array(fc.integer({ min: 1, max: 40 }), { maxLength: 32 });
 const fieldName = fc.oneof(

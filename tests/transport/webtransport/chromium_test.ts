@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { chromiumMissing, launchChromium } from "../support/chromium.ts";
-import { ignoreWithout } from "../support/requires.ts";
-import { WebTransportStreamError } from "../../src/transport/webtransport/mod.ts";
-import { readText, startServer, writeText } from "./_helpers.ts";
+import { chromiumMissing, launchChromium } from "../../support/chromium.ts";
+import { ignoreWithout } from "../../support/requires.ts";
+import { WebTransportStreamError } from "../../../src/transport/webtransport/mod.ts";
+import { readText, startServer, writeText } from "../_server.ts";
 
 // Headless Chromium's own WebTransport against our HTTP/3 server: no bundle,
 // the test code runs in a page served from a local HTTP origin.

@@ -3,24 +3,24 @@
 // encode then decode is the identity, and any input gives a value or the
 // protocol error that ends the session — never another exception.
 import assert from "node:assert/strict";
-import { QMuxProtocolError } from "../../src/transport/qmux/errors.ts";
+import { QMuxProtocolError } from "../../../src/transport/qmux/errors.ts";
 import {
   type ControlFrame,
   encodeFrame,
   MAX_STREAM_PAYLOAD,
   streamFrameHeader,
-} from "../../src/transport/qmux/frame.ts";
-import { decodeMessage } from "../../src/transport/qmux/frame_decode.ts";
+} from "../../../src/transport/qmux/frame.ts";
+import { decodeMessage } from "../../../src/transport/qmux/frame_decode.ts";
 import {
   decodeTransportParams,
   encodeTransportParams,
   MIN_RECORD_SIZE,
   type TransportParams,
-} from "../../src/transport/qmux/params.ts";
-import type { WireFormat } from "../../src/transport/qmux/subprotocol.ts";
-import { parseServerFrame, WsProtocolError } from "../../src/transport/qmux/ws_frame.ts";
-import { concatBytes } from "../../src/wire/mod.ts";
-import { check, decodesOrRefuses, fc, hostileBytes, retainedSize } from "../support/property.ts";
+} from "../../../src/transport/qmux/params.ts";
+import type { WireFormat } from "../../../src/transport/qmux/subprotocol.ts";
+import { parseServerFrame, WsProtocolError } from "../../../src/transport/qmux/ws_frame.ts";
+import { concatBytes } from "../../../src/wire/mod.ts";
+import { check, decodesOrRefuses, fc, hostileBytes, retainedSize } from "../../support/property.ts";
 
 const FORMATS: readonly WireFormat[] = ["qmux-02", "qmux-01", "qmux-00", "webtransport"];
 const id = fc.nat({ max: 2 ** 40 });

@@ -5,13 +5,13 @@
  */
 import assert from "node:assert/strict";
 import * as Net from "@moq/net";
-import { accept, connect, type MoqSession, TrackProducer, VERSIONS } from "../../src/moq/mod.ts";
-import { asWebTransport, connectWebTransport } from "../../src/transport/webtransport/mod.ts";
-import { chromiumMissing, launchChromium, serveMoqNetPage } from "../support/chromium.ts";
-import { seeAnnounced } from "../support/moq.ts";
-import { quiet } from "../support/quiet.ts";
-import { ignoreWithout } from "../support/requires.ts";
-import { startServer } from "./_helpers.ts";
+import { accept, connect, type MoqSession, TrackProducer, VERSIONS } from "../../../src/moq/mod.ts";
+import { asWebTransport, connectWebTransport } from "../../../src/transport/webtransport/mod.ts";
+import { chromiumMissing, launchChromium, serveMoqNetPage } from "../../support/chromium.ts";
+import { seeAnnounced } from "../../support/moq.ts";
+import { quiet } from "../../support/quiet.ts";
+import { ignoreWithout } from "../../support/requires.ts";
+import { startServer } from "../_server.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
