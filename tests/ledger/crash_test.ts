@@ -3,9 +3,9 @@
 // present exactly once, in order, and nothing is half-visible.
 import assert from "node:assert/strict";
 import type { StoreCredentials } from "../../src/ledger/mod.ts";
-import { type Ack, crashTestsPerBackend, WORKERS } from "./crash_check.ts";
+import { type Ack, crashTestsPerBackend, WORKERS } from "../support/crash.ts";
 
-const CHILD = new URL("./crash_child.ts", import.meta.url).pathname;
+const CHILD = new URL("./_crash_child.ts", import.meta.url).pathname;
 const CONFIG = new URL("../../deno.json", import.meta.url).pathname;
 
 /** Runs the child until it has acknowledged `killAfter` records, then SIGKILLs it. */

@@ -3,11 +3,11 @@
 import assert from "node:assert/strict";
 import { Ledger, type LedgerEntry, openBackend, parseLedgerUri } from "../../src/ledger/mod.ts";
 import type { StoreCredentials } from "../../src/ledger/mod.ts";
-import { dropTable, findPostgres, freshTableName, postgresMissing } from "../support/postgres.ts";
-import { seededRandom } from "../support/random.ts";
-import { ignoreWithout } from "../support/requires.ts";
-import { startS3rver } from "../support/s3rver.ts";
-import { withTempDir } from "../support/temp_dir.ts";
+import { dropTable, findPostgres, freshTableName, postgresMissing } from "./postgres.ts";
+import { seededRandom } from "./random.ts";
+import { ignoreWithout } from "./requires.ts";
+import { startS3rver } from "./s3rver.ts";
+import { withTempDir } from "./temp_dir.ts";
 
 /** Kill-and-restart rounds per backend. */
 export const RUNS = 4;

@@ -2,7 +2,7 @@
 // `sluice funnel` child process, which is killed with SIGKILL at a random moment and
 // restarted; every record answered 201 must be in the ledger exactly once, in order.
 import { parseGroupId, type StoreCredentials } from "../../src/ledger/mod.ts";
-import { type Ack, crashTestsPerBackend, WORKERS } from "./crash_check.ts";
+import { type Ack, crashTestsPerBackend, WORKERS } from "../support/crash.ts";
 
 const CLI = new URL("../../src/cli.ts", import.meta.url).pathname;
 const CONFIG = new URL("../../deno.json", import.meta.url).pathname;
