@@ -7,11 +7,11 @@
 // subscriber's receipt: p50, p90, p99 and max.
 import { parseArgs } from "node:util";
 import type { Subscription } from "../src/moq/mod.ts";
-import { startTestRelay } from "../tests/relay/_relay.ts";
+import { startTestRelay } from "../tests/support/test_relay.ts";
 import { testCertificateFiles } from "../tests/support/certs.ts";
 import { dialOurs, seeAnnounced } from "../tests/support/moq.ts";
 import { type LinkShape, startUdpProxy, type UdpProxy } from "../tests/support/udp_proxy.ts";
-import { post, send, startLiveFunnel } from "../tests/funnel/live_helpers.ts";
+import { post, send, startLiveFunnel } from "../tests/support/live_funnel.ts";
 
 const { values } = parseArgs({
   args: Deno.args,

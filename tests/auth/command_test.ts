@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { decodeJwt } from "jose";
 import { createVerifier, keySourceFrom, runAuthCommand } from "../../src/auth/mod.ts";
 import { withTempDir } from "../support/temp_dir.ts";
-import { NOW, NOW_MS } from "./helpers.ts";
+import { NOW, NOW_MS } from "../support/credentials.ts";
 
 interface Run {
   code: number;

@@ -8,7 +8,7 @@ import {
   UrlKeySource,
 } from "../../src/auth/mod.ts";
 import { withTempDir } from "../support/temp_dir.ts";
-import { claims, keySetText, makeKey, NOW_MS, signWith } from "./helpers.ts";
+import { claims, keySetText, makeKey, NOW_MS, signWith } from "../support/credentials.ts";
 
 /** Timers the test fires by hand. */
 class ManualTimers implements Timers {

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { createVerifier, keySourceFrom } from "../../src/auth/mod.ts";
 import { ignoreWithout } from "../support/requires.ts";
-import { claims, keySetText, makeKey, NOW_MS, signWith } from "./helpers.ts";
+import { claims, keySetText, makeKey, NOW_MS, signWith } from "../support/credentials.ts";
 
 async function haveOpenssl(): Promise<boolean> {
   try {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { ed25519Thumbprint, parseKeySet } from "../../src/auth/mod.ts";
-import { makeKey } from "./helpers.ts";
+import { makeKey } from "../support/credentials.ts";
 
 Deno.test("a key set is read with kids and prefixes", async () => {
   const a = await makeKey("room");

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { decodeJwt, decodeProtectedHeader } from "jose";
 import { createSigner, createVerifier, MemoryKeySource, signToken } from "../../src/auth/mod.ts";
-import { keySetOf, makeKey, NOW, NOW_MS } from "./helpers.ts";
+import { keySetOf, makeKey, NOW, NOW_MS } from "../support/credentials.ts";
 
 Deno.test("signToken writes kid, iat, nbf, exp and verifies", async () => {
   const key = await makeKey();

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { type AuthError, createVerifier, UrlKeySource } from "../../src/auth/mod.ts";
 import { withTempDir } from "../support/temp_dir.ts";
-import { claims, keySetText, makeKey, NOW_MS, signWith } from "./helpers.ts";
+import { claims, keySetText, makeKey, NOW_MS, signWith } from "../support/credentials.ts";
 
 interface Seen {
   authorization: string | null;

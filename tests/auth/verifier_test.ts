@@ -15,7 +15,7 @@ import {
   NOW_MS,
   signWith,
   type TestKey,
-} from "./helpers.ts";
+} from "../support/credentials.ts";
 
 interface Fixture {
   key: TestKey;

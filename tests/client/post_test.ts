@@ -2,7 +2,7 @@
 // stores nothing twice, a 429 is waited out, refusals are HttpErrors.
 import assert from "node:assert/strict";
 import { HttpError, post, redact } from "../../src/client/mod.ts";
-import { startLiveFunnel } from "../funnel/live_helpers.ts";
+import { startLiveFunnel } from "../support/live_funnel.ts";
 import { ledgerEntries } from "./_feed.ts";
 
 Deno.test("post: an answer lost after the commit is retried with the same key and stored once", async () => {

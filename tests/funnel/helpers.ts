@@ -3,9 +3,9 @@ import { createVerifier, MemoryKeySource, type Verifier } from "../../src/auth/m
 import { loadFunnelConfig } from "../../src/config/funnel.ts";
 import { type RunningFunnel, startFunnel } from "../../src/funnel/mod.ts";
 import { silentLogger } from "../../src/log/mod.ts";
-import { keySetOf, makeKey, NOW_MS, signWith, type TestKey } from "../auth/helpers.ts";
+import { keySetOf, makeKey, NOW_MS, signWith, type TestKey } from "../support/credentials.ts";
 
-export { claims, makeKey, NOW, NOW_MS, signWith } from "../auth/helpers.ts";
+export { claims, makeKey, NOW, NOW_MS, signWith } from "../support/credentials.ts";
 
 /** A funnel under test, its base URL and a hand-driven clock. */
 export interface TestFunnel extends AsyncDisposable {

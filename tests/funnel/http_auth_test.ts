@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { keySetOf } from "../auth/helpers.ts";
+import { keySetOf } from "../support/credentials.ts";
 import { call, claims, makeKey, NOW, signWith, startTestFunnel, tokenFor } from "./helpers.ts";
 
 const TRACK = "/tracks/room/1/chat";

@@ -11,10 +11,10 @@ import {
 } from "../../src/auth/mod.ts";
 import { MoqCode, MoqError } from "../../src/moq/mod.ts";
 import { WebTransportRefusedError } from "../../src/transport/webtransport/mod.ts";
-import { keySetOf, makeKey, type TestKey } from "../auth/helpers.ts";
+import { keySetOf, makeKey, type TestKey } from "../support/credentials.ts";
 import { dialOurs } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
-import { post, startLiveFunnel, take } from "./live_helpers.ts";
+import { post, startLiveFunnel, take } from "../support/live_funnel.ts";
 
 async function authFunnel(key: TestKey, env: Record<string, string> = {}) {
   const verifier = await createVerifier(new MemoryKeySource(await keySetOf(key)));

@@ -5,12 +5,12 @@
 import assert from "node:assert/strict";
 import * as Net from "@moq/net";
 import { MoqError, type MoqSession, type ReceivedGroup } from "../../src/moq/mod.ts";
-import { startTestRelay } from "../relay/_relay.ts";
+import { startTestRelay } from "../support/test_relay.ts";
 import { testCertificateFiles } from "../support/certs.ts";
 import { dialNet, dialOurs, seeAnnounced } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
 import { until } from "../support/wait.ts";
-import { type LiveFunnel, send, startLiveFunnel } from "./live_helpers.ts";
+import { type LiveFunnel, send, startLiveFunnel } from "../support/live_funnel.ts";
 
 const decoder = new TextDecoder();
 const RECORDS = 120; // more than the worker's 64 and the relay session's 32 recent groups

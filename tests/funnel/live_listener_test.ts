@@ -6,7 +6,7 @@ import { MoqError } from "../../src/moq/mod.ts";
 import { announcedPaths, dialNet, dialOurs } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
 import { until } from "../support/wait.ts";
-import { post, send, startLiveFunnel, take, takeNet } from "./live_helpers.ts";
+import { post, send, startLiveFunnel, take, takeNet } from "../support/live_funnel.ts";
 
 const decoder = new TextDecoder();
 

@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { connect, VERSIONS } from "../../src/moq/mod.ts";
 import { connectQuicSession } from "../../src/transport/quic.ts";
 import { until } from "../support/wait.ts";
-import { take } from "./live_helpers.ts";
+import { take } from "../support/live_funnel.ts";
 
 const CLI = fileURLToPath(new URL("../../src/cli.ts", import.meta.url));
 

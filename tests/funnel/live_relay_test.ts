@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { signToken } from "../../src/auth/mod.ts";
 import type { RedialTimers, RelayState } from "../../src/funnel/mod.ts";
 import type { MoqSession } from "../../src/moq/mod.ts";
-import { keySetText, makeKey, type TestKey } from "../auth/helpers.ts";
+import { keySetText, makeKey, type TestKey } from "../support/credentials.ts";
 import { type RelayProcess, spawnRelay } from "../support/relay_process.ts";
 import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
 import * as Net from "@moq/net";
@@ -13,7 +13,7 @@ import { testCertificateFiles } from "../support/certs.ts";
 import { dialNet, dialOurs, seeAnnounced } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
 import { until } from "../support/wait.ts";
-import { post, startLiveFunnel, take } from "./live_helpers.ts";
+import { post, startLiveFunnel, take } from "../support/live_funnel.ts";
 
 const decoder = new TextDecoder();
 

@@ -8,7 +8,7 @@ import { announcedPaths, dialOurs, stallable } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
 import { withTempDir } from "../support/temp_dir.ts";
 import { until } from "../support/wait.ts";
-import { post, send, startLiveFunnel, take } from "./live_helpers.ts";
+import { post, send, startLiveFunnel, take } from "../support/live_funnel.ts";
 
 async function restartScenario(
   env: Record<string, string>,

@@ -8,13 +8,13 @@ import {
   signToken,
   type TokenClaims,
 } from "../../src/auth/mod.ts";
-import { keySetOf, makeKey, type TestKey } from "../auth/helpers.ts";
+import { keySetOf, makeKey, type TestKey } from "../support/credentials.ts";
 import { testCertificate } from "../support/certs.ts";
 import { dialNet, dialOurs } from "../support/moq.ts";
 import { upgradeStatus } from "../support/qmux.ts";
 import { quiet } from "../support/quiet.ts";
 import { until } from "../support/wait.ts";
-import { post, send, startLiveFunnel, take, takeNet } from "./live_helpers.ts";
+import { post, send, startLiveFunnel, take, takeNet } from "../support/live_funnel.ts";
 
 Deno.test("Subscribers over WebSocket (ours on every draft, @moq/net falling back) get every record", async () => {
   using _q = quiet();

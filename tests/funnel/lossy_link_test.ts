@@ -5,10 +5,10 @@
 import assert from "node:assert/strict";
 import { assertExactlyOnce, report, subscriberPair } from "../support/delivery.ts";
 import { type LinkShape, startUdpProxy } from "../support/udp_proxy.ts";
-import { startTestRelay } from "../relay/_relay.ts";
+import { startTestRelay } from "../support/test_relay.ts";
 import { testCertificateFiles } from "../support/certs.ts";
 import { quiet } from "../support/quiet.ts";
-import { post, send, startLiveFunnel } from "./live_helpers.ts";
+import { post, send, startLiveFunnel } from "../support/live_funnel.ts";
 
 const RECORDS = 200;
 const SENDERS = 4;

@@ -4,13 +4,13 @@
 // link is kept up by keep-alives. Native QUIC and WebTransport alike.
 import assert from "node:assert/strict";
 import type { RelayState } from "../../src/funnel/mod.ts";
-import { startTestRelay } from "../relay/_relay.ts";
+import { startTestRelay } from "../support/test_relay.ts";
 import { testCertificateFiles } from "../support/certs.ts";
 import { dialOurs, seeAnnounced } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
 import { startUdpProxy } from "../support/udp_proxy.ts";
 import { until } from "../support/wait.ts";
-import { post, send, startLiveFunnel, take } from "./live_helpers.ts";
+import { post, send, startLiveFunnel, take } from "../support/live_funnel.ts";
 
 const IDLE_MS = 1500;
 

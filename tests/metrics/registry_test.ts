@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { Registry } from "../../src/metrics/mod.ts";
-import { families, histogramSeries } from "./exposition.ts";
+import { families, histogramSeries } from "../support/prometheus.ts";
 
 Deno.test("exposition with counters, gauges and histograms parses with a real parser", () => {
   const r = new Registry();

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { accept, Announcer, connect, MoqError, TrackProducer } from "../../src/moq/mod.ts";
-import { quicPair } from "./_pair.ts";
+import { quicPair } from "../support/quic_pair.ts";
 
 const t = (s: string) => new TextEncoder().encode(s);
 const s = (b: Uint8Array | undefined) => new TextDecoder().decode(b);

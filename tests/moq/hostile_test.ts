@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { accept, connect, TrackProducer } from "../../src/moq/mod.ts";
 import type { Session } from "../../src/transport/session.ts";
-import { quicPair } from "./_pair.ts";
+import { quicPair } from "../support/quic_pair.ts";
 
 const b = (...xs: number[]) => new Uint8Array(xs);
 

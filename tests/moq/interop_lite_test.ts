@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import * as Lite from "@moq/lite";
 import { quiet } from "../support/quiet.ts";
 import { theyServeUs, weServeThem } from "../support/lite_feed.ts";
-import { ourFeedServer, theirFeedServer } from "./_pair.ts";
+import { ourFeedServer, theirFeedServer } from "../support/quic_pair.ts";
 
 const GROUPS = 1000;
 const VERSION = "moq-lite-04";

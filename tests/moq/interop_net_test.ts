@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import * as Net from "@moq/net";
 import { quiet } from "../support/quiet.ts";
 import { theyServeUs, weServeThem } from "../support/net_feed.ts";
-import { ourFeedServer, theirFeedServer } from "./_pair.ts";
+import { ourFeedServer, theirFeedServer } from "../support/quic_pair.ts";
 
 const GROUPS = 1000;
 

@@ -3,7 +3,7 @@
 // reach every subscriber that has not skipped past them.
 import assert from "node:assert/strict";
 import { accept, type CachedGroup, connect, TrackProducer } from "../../src/moq/mod.ts";
-import { quicPair } from "./_pair.ts";
+import { quicPair } from "../support/quic_pair.ts";
 
 const t = (s: string) => new TextEncoder().encode(s);
 const seqs = (groups: (CachedGroup | undefined)[]) => groups.map((g) => g?.sequence);

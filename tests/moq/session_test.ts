@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { accept, connect, MoqError, TrackProducer } from "../../src/moq/mod.ts";
-import { quicPair } from "./_pair.ts";
+import { quicPair } from "../support/quic_pair.ts";
 
 const text = (s: string) => new TextEncoder().encode(s);
 const str = (b: Uint8Array) => new TextDecoder().decode(b);

@@ -6,7 +6,7 @@ import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
 import { type CertificateFiles, testCertificate, testCertificateFiles } from "../support/certs.ts";
 import { type RelayProcess, spawnRelay } from "../support/relay_process.ts";
 import { until } from "../support/wait.ts";
-import { families, sampleValue } from "../metrics/exposition.ts";
+import { families, sampleValue } from "../support/prometheus.ts";
 
 /** A relay process of the mesh under test. */
 export interface MeshRelay {

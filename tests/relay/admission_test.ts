@@ -4,7 +4,7 @@ import { originPolicy, webTransportAdmission } from "../../src/http/mod.ts";
 import { VERSIONS } from "../../src/moq/mod.ts";
 import { admitSession, sessionRoot } from "../../src/relay/admission.ts";
 import type { WebTransportRequest } from "../../src/transport/webtransport/mod.ts";
-import { keySetOf, makeKey } from "../auth/helpers.ts";
+import { keySetOf, makeKey } from "../support/credentials.ts";
 
 function request(url: string, protocols: string[], origin?: string): WebTransportRequest {
   const u = new URL(url);

@@ -5,12 +5,12 @@ import {
   connectWebTransport,
   WebTransportRefusedError,
 } from "../../src/transport/webtransport/mod.ts";
-import { families, sampleValue } from "../metrics/exposition.ts";
+import { families, sampleValue } from "../support/prometheus.ts";
 import { testCertificate } from "../support/certs.ts";
 import { dialOurs, seeAnnounced } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
 import { until } from "../support/wait.ts";
-import { startTestRelay } from "./_relay.ts";
+import { startTestRelay } from "../support/test_relay.ts";
 
 const enc = new TextEncoder();
 

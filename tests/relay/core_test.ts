@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { createRelayMetrics } from "../../src/relay/relay_metrics.ts";
 import { RelayCore, SubscribeError } from "../../src/relay/relay_core.ts";
 import type { RouteChange } from "../../src/relay/route_table.ts";
-import { families, sampleValue } from "../metrics/exposition.ts";
+import { families, sampleValue } from "../support/prometheus.ts";
 import { FakeSource, group, take } from "./_fake_source.ts";
 
 function setup(cacheSize = 8): { core: RelayCore; metrics: ReturnType<typeof createRelayMetrics> } {

@@ -3,7 +3,7 @@ import { createRelayHandler, formatDuration } from "../../src/relay/http_handler
 import { createRelayMetrics } from "../../src/relay/relay_metrics.ts";
 import { RelayCore } from "../../src/relay/relay_core.ts";
 import type { UpstreamTrack } from "../../src/relay/distributor.ts";
-import { families } from "../metrics/exposition.ts";
+import { families } from "../support/prometheus.ts";
 import { SPEC_METRICS } from "./spec_metrics.ts";
 
 function make(pprof = false) {

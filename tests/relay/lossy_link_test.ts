@@ -9,7 +9,7 @@ import { assertExactlyOnce, report, subscriberPair } from "../support/delivery.t
 import { type LinkShape, startUdpProxy } from "../support/udp_proxy.ts";
 import { dialNet, dialOurs } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
-import { startTestRelay, type TestRelay } from "./_relay.ts";
+import { startTestRelay, type TestRelay } from "../support/test_relay.ts";
 
 const GROUPS = 300;
 const LOSSY: LinkShape = { loss: 0.05, delayMs: 50, jitterMs: 5, reorder: 0.02 };

@@ -7,7 +7,7 @@ import { signToken } from "../../src/auth/mod.ts";
 import { MoqCode } from "../../src/moq/mod.ts";
 import { connect, VERSIONS } from "../../src/moq/mod.ts";
 import { connectQuicSession } from "../../src/transport/mod.ts";
-import { keySetText, makeKey } from "../auth/helpers.ts";
+import { keySetText, makeKey } from "../support/credentials.ts";
 import { testCertificate, testCertificateFiles } from "../support/certs.ts";
 import { spawnRelay } from "../support/relay_process.ts";
 import { until } from "../support/wait.ts";

@@ -10,7 +10,7 @@ import { testCertificateFiles } from "../support/certs.ts";
 import { dialNet, dialOurs, seeAnnounced } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
 import { until, within } from "../support/wait.ts";
-import { post, startLiveFunnel } from "../funnel/live_helpers.ts";
+import { post, startLiveFunnel } from "../support/live_funnel.ts";
 import { type MeshRelay, routeOf, startMeshRelay, stopMesh } from "./_mesh.ts";
 
 const dec = new TextDecoder();

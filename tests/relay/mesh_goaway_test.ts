@@ -7,7 +7,7 @@ import type { Logger } from "../../src/log/mod.ts";
 import { testCertificateFiles } from "../support/certs.ts";
 import { dialOurs, seeAnnounced } from "../support/moq.ts";
 import { until, within } from "../support/wait.ts";
-import { post, startLiveFunnel } from "../funnel/live_helpers.ts";
+import { post, startLiveFunnel } from "../support/live_funnel.ts";
 import { logged, type MeshRelay, routeOf, startMeshRelay, stopMesh } from "./_mesh.ts";
 
 const dec = new TextDecoder();

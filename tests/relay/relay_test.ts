@@ -4,12 +4,12 @@ import assert from "node:assert/strict";
 import * as Net from "@moq/net";
 import { connect, TrackProducer, VERSIONS } from "../../src/moq/mod.ts";
 import { connectWebTransport } from "../../src/transport/webtransport/mod.ts";
-import { families, histogramSeries, sampleValue } from "../metrics/exposition.ts";
+import { families, histogramSeries, sampleValue } from "../support/prometheus.ts";
 import { testCertificate } from "../support/certs.ts";
 import { dialNet, dialOurs, seeAnnounced, stallable } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
 import { until } from "../support/wait.ts";
-import { startTestRelay } from "./_relay.ts";
+import { startTestRelay } from "../support/test_relay.ts";
 import { SPEC_METRICS } from "./spec_metrics.ts";
 
 const enc = new TextEncoder();

@@ -4,7 +4,7 @@
 // The relay's development certificate is trusted through a command-line flag.
 import assert from "node:assert/strict";
 import { TrackProducer } from "../../src/moq/mod.ts";
-import { families, sampleValue } from "../metrics/exposition.ts";
+import { families, sampleValue } from "../support/prometheus.ts";
 import { testCertificate } from "../support/certs.ts";
 import {
   chromiumMissing,
@@ -16,7 +16,7 @@ import { dialOurs, seeAnnounced } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
 import { ignoreWithout } from "../support/requires.ts";
 import { until } from "../support/wait.ts";
-import { startTestRelay } from "./_relay.ts";
+import { startTestRelay } from "../support/test_relay.ts";
 
 const GROUPS = 300;
 const BATCH = 8;

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import * as Net from "@moq/net";
 import { type MoqSession, type Subscription, TrackProducer } from "../../src/moq/mod.ts";
 import { QMuxConnectError, type QMuxDraft } from "../../src/transport/qmux/mod.ts";
-import { families, sampleValue } from "../metrics/exposition.ts";
+import { families, sampleValue } from "../support/prometheus.ts";
 import { testCertificate } from "../support/certs.ts";
 import { dialNet, dialOurs, seeAnnounced } from "../support/moq.ts";
 import { upgradeStatus } from "../support/qmux.ts";
@@ -12,7 +12,7 @@ import { abuse, HOSTILE_CASES } from "../support/qmux_hostile.ts";
 import { quiet } from "../support/quiet.ts";
 import { startTcpProxy } from "../support/tcp_proxy.ts";
 import { until } from "../support/wait.ts";
-import { startTestRelay } from "./_relay.ts";
+import { startTestRelay } from "../support/test_relay.ts";
 
 const GROUPS = 300;
 /**

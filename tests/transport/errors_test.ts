@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { SessionClosedError, StreamError } from "../../src/transport/mod.ts";
-import { quicPair } from "../moq/_pair.ts";
+import { quicPair } from "../support/quic_pair.ts";
 
 /** Writes until the stream rejects (the peer stopped it); returns what it rejected with. */
 async function writeUntilRejected(writable: WritableStream<Uint8Array>): Promise<unknown> {

@@ -12,7 +12,7 @@ import * as Lite from "@moq/lite";
 import LegacySession from "@moq/qmux-0.0.6";
 import { accept, type MoqSession, TrackProducer } from "../../../src/moq/mod.ts";
 import type { QMuxDraft, QMuxSession } from "../../../src/transport/qmux/mod.ts";
-import { feedOptions } from "../../moq/_pair.ts";
+import { feedOptions } from "../../support/quic_pair.ts";
 import { quiet } from "../../support/quiet.ts";
 import { theyServeUs, weServeThem } from "../../support/lite_feed.ts";
 import { serveQMux } from "../../support/qmux.ts";

@@ -10,7 +10,7 @@ import * as Net from "@moq/net";
 import Theirs, { selectSubprotocol } from "@moq/qmux";
 import { accept, connect, type MoqSession, TrackProducer } from "../../../src/moq/mod.ts";
 import { connectQMux, type QMuxSession } from "../../../src/transport/qmux/mod.ts";
-import { feedOptions } from "../../moq/_pair.ts";
+import { feedOptions } from "../../support/quic_pair.ts";
 import { quiet } from "../../support/quiet.ts";
 import { type NetConn, theyServeUs, weServeThem } from "../../support/net_feed.ts";
 import { serveQMux, webSocketOnly } from "../../support/qmux.ts";

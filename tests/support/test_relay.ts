@@ -1,5 +1,5 @@
 // Test helper: a relay on port 0 with the test certificate (clients dial it with
-// ../support/moq.ts).
+// ./moq.ts).
 import {
   createVerifier,
   MemoryKeySource,
@@ -8,8 +8,8 @@ import {
   type Verifier,
 } from "../../src/auth/mod.ts";
 import { type RelayOptions, type RunningRelay, startRelay } from "../../src/relay/mod.ts";
-import { keySetOf, makeKey, type TestKey } from "../auth/helpers.ts";
-import { testCertificate } from "../support/certs.ts";
+import { keySetOf, makeKey, type TestKey } from "./credentials.ts";
+import { testCertificate } from "./certs.ts";
 
 /** A relay under test plus what tests need to reach it. */
 export interface TestRelay {

@@ -1,4 +1,5 @@
-// Shared fixtures for the auth tests: real Ed25519 keys and hand-built JWTs.
+// Credentials for every test that signs or verifies them (auth, funnel, relay,
+// client): real Ed25519 keys and hand-built JWTs.
 import { base64url, exportJWK, generateKeyPair } from "jose";
 import { ed25519Thumbprint, type KeySet, parseKeySet } from "../../src/auth/mod.ts";
 

@@ -5,7 +5,7 @@ import { type FunnelDependencies, type RunningFunnel, startFunnel } from "../../
 import { silentLogger } from "../../src/log/mod.ts";
 import type * as Net from "@moq/net";
 import type { ReceivedGroup, Subscription } from "../../src/moq/mod.ts";
-import { testCertificateFiles } from "../support/certs.ts";
+import { testCertificateFiles } from "./certs.ts";
 
 const decoder = new TextDecoder();
 

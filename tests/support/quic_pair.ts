@@ -8,7 +8,7 @@ import {
 } from "../../src/moq/mod.ts";
 import { connectQuicSession, listenQuic } from "../../src/transport/quic.ts";
 import type { Session } from "../../src/transport/session.ts";
-import { testCertificate } from "../support/certs.ts";
+import { testCertificate } from "./certs.ts";
 
 /** A connected pair of QUIC sessions (client dials `path`). */
 export async function quicPair(
