@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { call, rawRequest, startTestFunnel } from "./helpers.ts";
+import { call, rawRequest, startTestFunnel } from "./_http.ts";
 
 const TRACK = "/tracks/room/1/chat";
 

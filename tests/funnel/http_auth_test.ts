@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { keySetOf } from "../support/credentials.ts";
-import { call, claims, makeKey, NOW, signWith, startTestFunnel, tokenFor } from "./helpers.ts";
+import { call, claims, makeKey, NOW, signWith, startTestFunnel, tokenFor } from "./_http.ts";
 
 const TRACK = "/tracks/room/1/chat";
 const POST_FETCH = [{ actions: ["post", "fetch"], broadcast: { prefix: "room" } }];

@@ -2,7 +2,7 @@
 // answered 408 and its connection closed; idle keep-alive connections and
 // half-sent headers do not stop the funnel answering everyone else.
 import assert from "node:assert/strict";
-import { call, startTestFunnel } from "./helpers.ts";
+import { call, startTestFunnel } from "./_http.ts";
 
 const encoder = new TextEncoder();
 

@@ -8,7 +8,7 @@ import {
   type TrackBackend,
 } from "../../src/ledger/mod.ts";
 import { silentLogger } from "../../src/log/mod.ts";
-import { call } from "./helpers.ts";
+import { call } from "./_http.ts";
 
 // A memory backend behind a switch: "down" makes every call fail the way a
 // lost database connection does, so the HTTP mapping can be observed.

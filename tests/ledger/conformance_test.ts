@@ -10,7 +10,7 @@ import {
   type TrackPath,
 } from "../../src/ledger/mod.ts";
 import { ignoreWithout } from "../support/requires.ts";
-import { type BackendHarness, type BackendInstance, HARNESSES } from "./harness.ts";
+import { type BackendHarness, type BackendInstance, HARNESSES } from "./_backends.ts";
 
 /** A clock that advances one microsecond per reading, starting at a large exact value. */
 function testClock(): () => bigint {

@@ -9,7 +9,7 @@ import {
   type TrackPath,
 } from "../../src/ledger/mod.ts";
 import { withTempDir } from "../support/temp_dir.ts";
-import { walkFiles } from "./harness.ts";
+import { walkFiles } from "./_backends.ts";
 
 const PATH: TrackPath = { broadcast: ["b"], track: "t" };
 

@@ -4,7 +4,7 @@ import { createRelayMetrics } from "../../src/relay/relay_metrics.ts";
 import { RelayCore } from "../../src/relay/relay_core.ts";
 import type { UpstreamTrack } from "../../src/relay/distributor.ts";
 import { families } from "../support/prometheus.ts";
-import { SPEC_METRICS } from "./spec_metrics.ts";
+import { SPEC_METRICS } from "./_spec_metrics.ts";
 
 function make(pprof = false) {
   let t = Date.parse("2026-01-01T00:00:00Z");

@@ -10,7 +10,7 @@ import { dialNet, dialOurs, seeAnnounced, stallable } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
 import { until } from "../support/wait.ts";
 import { startTestRelay } from "../support/test_relay.ts";
-import { SPEC_METRICS } from "./spec_metrics.ts";
+import { SPEC_METRICS } from "./_spec_metrics.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
