@@ -4,30 +4,11 @@ import {
   createVerifier,
   FileKeySource,
   keySourceFrom,
-  type Timers,
   UrlKeySource,
 } from "../../src/auth/mod.ts";
 import { withTempDir } from "../support/temp_dir.ts";
 import { claims, keySetText, makeKey, NOW_MS, signWith } from "../support/credentials.ts";
-
-/** Timers the test fires by hand. */
-class ManualTimers implements Timers {
-  pending = new Map<number, { fn: () => void; ms: number }>();
-  #next = 1;
-  setTimeout(fn: () => void, ms: number): unknown {
-    const id = this.#next++;
-    this.pending.set(id, { fn, ms });
-    return id;
-  }
-  clearTimeout(handle: unknown): void {
-    this.pending.delete(handle as number);
-  }
-  fireAll(): void {
-    const due = [...this.pending.values()];
-    this.pending.clear();
-    for (const { fn } of due) fn();
-  }
-}
+import { ManualClock } from "../support/manual_clock.ts";
 
 Deno.test("a missing or refused key set file stops the start with its path", async () => {
   await withTempDir(async (dir) => {
@@ -100,21 +81,21 @@ Deno.test("the file is polled on the injected timer until closed", async () => {
     const a = await makeKey();
     const b = await makeKey();
     await Deno.writeTextFile(path, keySetText(a));
-    const timers = new ManualTimers();
+    const timers = new ManualClock();
     const source = new FileKeySource(path, { pollMs: 250, timers });
     await source.start();
-    assert.deepEqual([...timers.pending.values()].map((timer) => timer.ms), [250]);
+    assert.deepEqual(timers.pending, [250]);
 
     await Deno.writeTextFile(path, keySetText(b));
-    timers.fireAll();
+    timers.fireNext();
     await source.refresh(); // joins the poll the timer started
     assert.ok(source.current().get(b.kid));
     assert.equal(source.current().get(a.kid), undefined);
     await new Promise((resolve) => setTimeout(resolve, 0));
-    assert.equal(timers.pending.size, 1, "the next poll is scheduled after the last one ends");
+    assert.equal(timers.pending.length, 1, "the next poll is scheduled after the last one ends");
 
     source.close();
-    assert.equal(timers.pending.size, 0, "close cancels the next poll");
+    assert.equal(timers.pending.length, 0, "close cancels the next poll");
   });
 });
 

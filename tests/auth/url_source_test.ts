@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { type AuthError, createVerifier, UrlKeySource } from "../../src/auth/mod.ts";
 import { withTempDir } from "../support/temp_dir.ts";
 import { claims, keySetText, makeKey, NOW_MS, signWith } from "../support/credentials.ts";
+import { ManualClock } from "../support/manual_clock.ts";
 
 interface Seen {
   authorization: string | null;
@@ -200,11 +201,7 @@ Deno.test("an injected fetch sees the request and an oversized set is refused", 
 });
 
 Deno.test("a request with no answer is abandoned on the injected timeout", async () => {
-  const pending: (() => void)[] = [];
-  const timers = {
-    setTimeout: (fn: () => void) => pending.push(fn),
-    clearTimeout: () => {},
-  };
+  const timers = new ManualClock();
   const hanging = (_input: RequestInfo | URL, init?: RequestInit): Promise<Response> =>
     new Promise((_resolve, reject) => {
       init?.signal?.addEventListener("abort", () => reject(init.signal?.reason));
@@ -216,8 +213,8 @@ Deno.test("a request with no answer is abandoned on the injected timeout", async
     fetch: hanging as typeof fetch,
   });
   const started = source.start();
-  assert.equal(pending.length, 1);
-  pending[0]!();
+  assert.equal(timers.pending.length, 1);
+  timers.fireNext();
   await assert.rejects(started, /no answer within 5000 ms/);
   source.close();
 });

@@ -1,35 +1,16 @@
 // The relay client's redial loop with hand-driven timers: a relay that does
 // not answer is retried after the spec's 2 s, and stop() ends everything.
 import assert from "node:assert/strict";
-import {
-  LivePublisher,
-  type RedialTimers,
-  RelayClient,
-  type RelayState,
-} from "../../src/funnel/mod.ts";
+import { LivePublisher, RelayClient, type RelayState } from "../../src/funnel/mod.ts";
 import { silentLogger } from "../../src/log/mod.ts";
+import { ManualClock } from "../support/manual_clock.ts";
 import { until } from "../support/wait.ts";
-
-function manualTimers() {
-  const pending: { fn: () => void; ms: number; cancelled: boolean }[] = [];
-  const timers: RedialTimers = {
-    setTimeout: (fn, ms) => {
-      const t = { fn, ms, cancelled: false };
-      pending.push(t);
-      return t;
-    },
-    clearTimeout: (id) => {
-      (id as { cancelled: boolean }).cancelled = true;
-    },
-  };
-  return { timers, pending };
-}
 
 Deno.test("A relay that does not answer is redialed after 2 s, again and again, until stop", async () => {
   const udp = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port: 0 });
   const port = (udp.addr as Deno.NetAddr).port; // bound and silent: the dial gets no answer
   const publisher = new LivePublisher();
-  const { timers, pending } = manualTimers();
+  const timers = new ManualClock();
   const states: RelayState[] = [];
   const client = new RelayClient({
     url: new URL(`moqt://127.0.0.1:${port}/`),
@@ -44,11 +25,14 @@ Deno.test("A relay that does not answer is redialed after 2 s, again and again, 
     client.start();
     assert.equal(client.state, "connecting");
     await until(() => client.state === "reconnecting", "the dial to time out");
-    assert.deepEqual(pending.map((t) => t.ms), [2000]);
-    pending[0]!.fn();
+    assert.deepEqual(timers.pending, [2000]);
+    timers.fireNext();
     assert.equal(client.state, "connecting");
-    await until(() => client.state === "reconnecting" && pending.length === 2, "the second dial");
-    assert.equal(pending[1]!.ms, 2000);
+    await until(
+      () => client.state === "reconnecting" && timers.pending.length === 1,
+      "the second dial",
+    );
+    assert.deepEqual(timers.pending, [2000]);
     assert.equal(client.sessions, 0);
   } finally {
     await client.stop();
@@ -56,7 +40,7 @@ Deno.test("A relay that does not answer is redialed after 2 s, again and again, 
     publisher.close();
   }
   assert.equal(client.state, "stopped");
-  assert.ok(pending[1]!.cancelled, "stop cancels the pending redial");
+  assert.deepEqual(timers.pending, [], "stop cancels the pending redial");
   assert.deepEqual(states, ["connecting", "reconnecting", "connecting", "reconnecting", "stopped"]);
 });
 
@@ -64,7 +48,7 @@ Deno.test("stop() during a dial abandons it at once", async () => {
   const udp = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port: 0 });
   const port = (udp.addr as Deno.NetAddr).port;
   const publisher = new LivePublisher();
-  const { timers, pending } = manualTimers();
+  const timers = new ManualClock();
   const client = new RelayClient({
     url: new URL(`moqt://127.0.0.1:${port}/`),
     publisher,
@@ -77,7 +61,7 @@ Deno.test("stop() during a dial abandons it at once", async () => {
   udp.close();
   publisher.close();
   assert.equal(client.state, "stopped");
-  assert.equal(pending.length, 0, "no redial is scheduled after stop");
+  assert.equal(timers.pending.length, 0, "no redial is scheduled after stop");
 });
 
 Deno.test("A relay URL with another scheme is refused", () => {

@@ -1,51 +1,32 @@
 import assert from "node:assert/strict";
 import { glibcTrim, startMemoryTrimmer } from "../../src/memory/mod.ts";
-import type { Timers } from "../../src/timers/mod.ts";
-
-/** Timers driven by hand: `fire()` runs what is due. */
-function manualTimers(): Timers & { fire(): void } {
-  let pending: (() => void) | undefined;
-  return {
-    setTimeout: (fn) => {
-      pending = fn;
-      return 1;
-    },
-    clearTimeout: () => {
-      pending = undefined;
-    },
-    fire: () => {
-      const fn = pending;
-      pending = undefined;
-      fn?.();
-    },
-  };
-}
+import { ManualClock } from "../support/manual_clock.ts";
 
 Deno.test("memory trim: once a burst of sessions has ended, and not during steady churn", async () => {
-  const timers = manualTimers();
+  const timers = new ManualClock();
   let trims = 0;
   const trimmer = startMemoryTrimmer({ timers, minDrop: 3, trim: () => (trims++, true) });
   const sessions = Array.from({ length: 5 }, () => Promise.withResolvers<void>());
   for (const s of sessions) trimmer.track({ closed: s.promise });
-  timers.fire();
+  timers.fireNext();
   assert.equal(trims, 0, "no trim while the burst is open");
   // Steady churn: one leaves, one arrives.
   sessions[0]!.resolve();
   const replacement = Promise.withResolvers<void>();
   trimmer.track({ closed: replacement.promise });
   await Promise.resolve();
-  timers.fire();
+  timers.fireNext();
   assert.equal(trims, 0, "churn at a constant count does not trim");
   // The burst ends: three more leave (one by failing).
   sessions[1]!.resolve();
   sessions[2]!.resolve();
   sessions[3]!.reject(new Error("reset"));
   await new Promise((r) => setTimeout(r, 0));
-  timers.fire();
+  timers.fireNext();
   assert.equal(trims, 0, "not while sessions are still ending");
-  timers.fire();
+  timers.fireNext();
   assert.equal(trims, 1);
-  timers.fire();
+  timers.fireNext();
   assert.equal(trims, 1, "one trim per burst");
   trimmer.stop();
 });
