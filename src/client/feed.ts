@@ -359,6 +359,7 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
           const group = await link.fetch(broadcast, name, s + 1);
           return this.#seq.offer(s, () => this.#read(group, link.info)) || s <= this.#seq.cursor;
         } catch {
+          // A group FETCH cannot supply is read from the ledger over HTTP instead.
           return false;
         }
       }));
