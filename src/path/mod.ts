@@ -15,3 +15,4 @@ export {
   segmentProblem,
   trackNameProblem,
 } from "./broadcast_path.ts";
+export { parseTrackPatterns, type TrackPattern, TrackPatterns } from "./track_patterns.ts";
