@@ -24,6 +24,7 @@
 export {
   accept,
   connect,
+  MAX_DATAGRAM_BODY,
   type MoqAcceptOptions,
   MoqSession,
   type MoqSessionOptions,

@@ -16,6 +16,12 @@ export class MoqStats {
   readonly subscribeErrors: Map<string, number> = new Map();
   /** Groups sent on group streams. */
   groupsSent = 0;
+  /** Groups sent as datagrams (lite-05, tracks chosen by the `datagrams` option). */
+  datagramsSent = 0;
+  /** Groups of datagram tracks sent on streams instead: several frames, or too large for a datagram. */
+  datagramFallbacks = 0;
+  /** Datagrams received that carried a group of one of our subscriptions. */
+  datagramsReceived = 0;
   /** Groups received complete. */
   groupsReceived = 0;
   /** Groups not delivered because a subscriber (ours or the peer) fell behind. */

@@ -46,12 +46,16 @@ export async function datagramLoop(core: SessionCore): Promise<void> {
     // Unknown ids and datagrams before TRACK_INFO are dropped silently (draft).
     const sub = core.subs.get(dg.subscribeId);
     if (!sub?.info) continue;
+    core.stats.datagramsReceived++;
+    // A sequence that also came on a stream (or twice) is delivered once: the subscription dedupes.
     core.deliver(sub, {
       sequence: dg.sequence,
       frames: [dg.payload],
       timestamp: Number(dg.timestamp),
       exactTimestamp: dg.timestamp,
     });
+    // It may have been the last group missing below the publisher's end.
+    sub._maybeFinish(250);
   }
 }
 

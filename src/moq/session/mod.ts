@@ -6,6 +6,7 @@
  */
 export { accept, connect } from "./connect.ts";
 export { MoqSession } from "./moq_session.ts";
+export { MAX_DATAGRAM_BODY } from "./serve_subscribe.ts";
 export { Subscription } from "./subscription.ts";
 export type {
   MoqAcceptOptions,

@@ -4,6 +4,7 @@ import { concatBytes, DecodeError, type StreamReader } from "../../wire/mod.ts";
 import {
   decodeSubscribe,
   decodeSubscribeUpdate,
+  encodeDatagram,
   encodeGroupStreamHeader,
   encodeSubscribeResponse,
   MAX_CONTROL_MESSAGE,
@@ -18,7 +19,17 @@ import { DeliveryGaps } from "./delivery_gaps.ts";
 import { LATE_GROUP_WAIT_MS } from "./subscription.ts";
 import { decide, refuse } from "./serve_request.ts";
 
-/** Serves a SUBSCRIBE: one group stream per group, range updates read from the same stream. */
+/**
+ * Largest datagram body sent, bytes: the lite-05 draft's cap, which every
+ * QUIC path carries (its minimum MTU leaves 1200 bytes of payload).
+ */
+export const MAX_DATAGRAM_BODY = 1200;
+
+/**
+ * Serves a SUBSCRIBE: one group stream per group (or, on a datagram track,
+ * one datagram per single-frame group that fits), range updates read from
+ * the same stream.
+ */
 export async function serveSubscribe(
   core: SessionCore,
   r: StreamReader,
@@ -35,6 +46,10 @@ export async function serveSubscribe(
   const producer = decision;
   core.stats.subscriptionsOpened++;
   const v05 = core.version === "moq-lite-05";
+  // The draft forbids datagrams on QMux over WebSocket; there they would cross TCP anyway.
+  const datagrams = v05 && core.transport.transport !== "websocket" &&
+    core.transport.sendDatagram !== undefined &&
+    (core.options.datagrams?.(path, m.track, core.session) ?? false);
   const stop = new AbortController();
   const onAbort = () => stop.abort();
   core.abort.signal.addEventListener("abort", onAbort, { once: true });
@@ -125,6 +140,7 @@ export async function serveSubscribe(
       }
       started = true;
       gaps.sent(group.sequence);
+      if (datagrams && await sendDatagram(core, m.id, group)) continue;
       while (inflight.size >= maxInflight) await Promise.race(inflight);
       if (stop.signal.aborted) break;
       const sending = sendGroup(core, m.id, group, priority).finally(() =>
@@ -147,6 +163,37 @@ export async function serveSubscribe(
     r.cancel();
     await reading;
   }
+}
+
+/**
+ * Sends a single-frame group as a datagram when it fits; false when it
+ * must take a stream (several frames, too large, or datagrams not possible
+ * on the session right now).
+ */
+async function sendDatagram(core: SessionCore, id: bigint, group: CachedGroup): Promise<boolean> {
+  const frames = group.frames;
+  const limit = Math.min(MAX_DATAGRAM_BODY, core.transport.maxDatagramSize ?? 0);
+  if (frames.length === 1 && frames[0]!.length < limit) {
+    const body = encodeDatagram({
+      subscribeId: id,
+      sequence: group.sequence,
+      timestamp: group.exactTimestamp,
+      payload: frames[0]!,
+    });
+    if (body.length <= limit) {
+      try {
+        await core.transport.sendDatagram!(body);
+      } catch (err) {
+        // Best effort by nature: a datagram that cannot go is one the subscriber repairs.
+        if (!core.isClosed) core.log("datagram-send", `datagram failed: ${errorText(err)}`);
+      }
+      core.stats.bytesSent += body.length;
+      core.stats.datagramsSent++;
+      return true;
+    }
+  }
+  core.stats.datagramFallbacks++;
+  return false;
 }
 
 async function sendGroup(

@@ -53,6 +53,14 @@ export interface MoqSessionOptions {
    * 2000). A group that arrives later is still sent.
    */
   readonly lateGroupWaitMs?: number;
+  /**
+   * Which served tracks may travel as datagrams (lite-05, native QUIC and
+   * WebTransport only): a group of such a track that is one frame and fits
+   * a datagram is sent as one instead of on a stream; any other group still
+   * takes a stream. Datagrams are not retransmitted: a subscriber must be
+   * able to repair a lost one (FETCH). Default: none.
+   */
+  readonly datagrams?: (path: string, track: string, session: MoqSession) => boolean;
   /** Where diagnostics go (default console.warn); each kind is logged once per session. */
   readonly log?: (message: string) => void;
 }
