@@ -7,6 +7,7 @@
  * @module
  */
 import { parseOriginList } from "../http/cors.ts";
+import { parseTrackPatterns, TrackPatterns } from "../path/mod.ts";
 import { type Env, EnvReader, type Setting } from "./env.ts";
 import { type GcResolution, readGc } from "./gc.ts";
 import { type MeshSettings, readMeshSettings } from "./relay_mesh.ts";
@@ -38,6 +39,8 @@ export interface RelayConfig {
   readonly pprof: Setting<boolean>;
   /** CORS_ALLOWED_ORIGINS: browser origins allowed to open WebTransport and read HTTP; "*" = any. */
   readonly corsAllowedOrigins: Setting<readonly string[] | "*">;
+  /** RELAY_DATAGRAM_TRACKS: tracks whose single-frame groups go to clients as QUIC datagrams. */
+  readonly datagramTracks: Setting<TrackPatterns>;
   /** The garbage-collector resolution. */
   readonly gc: GcResolution;
   /** PEERS, RELAY_PEER_KEY, PEER_CA_FILE, RELAY_NAME, GOAWAY_REDIRECT_URI. */
@@ -122,6 +125,12 @@ export function loadRelayConfig(env: Env, options: LoadRelayConfigOptions = {}):
       RELAY_DEFAULTS.CORS_ALLOWED_ORIGINS,
       parseOriginList,
       (v) => (v === "*" ? "* (any origin)" : v.join(",")),
+    ),
+    datagramTracks: r.setting(
+      "RELAY_DATAGRAM_TRACKS",
+      new TrackPatterns([]),
+      parseTrackPatterns,
+      (v) => (v.empty ? "(unset: every group goes on a stream)" : v.toString()),
     ),
     gc: readGc(r, options.cliV8Flags),
     mesh: readMeshSettings(r, authKeys.value !== undefined),

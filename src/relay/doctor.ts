@@ -113,6 +113,7 @@ export function runDoctor(
         c.groupCacheSize,
         c.pprof,
         c.corsAllowedOrigins,
+        c.datagramTracks,
         c.mesh.peers,
         c.mesh.peerKey,
         c.mesh.peerCaFile,

@@ -36,6 +36,8 @@ export interface RelayMetrics {
   readonly groupDeliverySeconds: Histogram;
   readonly subscriberSkipsTotal: Counter;
   readonly subscribeErrorsTotal: Counter;
+  readonly datagramGroupsTotal: Counter;
+  readonly datagramFallbacksTotal: Counter;
 }
 
 const P = "sluice_relay_";
@@ -171,6 +173,15 @@ export function createRelayMetrics(registry: Registry = new Registry()): RelayMe
       "subscribe_errors_total",
       "Failed subscription requests, by error code.",
       ["code"],
+    ),
+    // Beyond the spec: how RELAY_DATAGRAM_TRACKS delivery went.
+    datagramGroupsTotal: c(
+      "datagram_groups_total",
+      "Groups sent to client subscribers as QUIC datagrams (RELAY_DATAGRAM_TRACKS).",
+    ),
+    datagramFallbacksTotal: c(
+      "datagram_fallbacks_total",
+      "Groups of datagram tracks sent on a stream instead: several frames, or too large for a datagram.",
     ),
   };
 }

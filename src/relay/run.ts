@@ -112,6 +112,7 @@ export async function runRelay(config: RelayConfig, io: RunRelayIo = {}): Promis
       groupCacheSize: config.groupCacheSize.value,
       pprof: config.pprof.value,
       corsAllowedOrigins: config.corsAllowedOrigins.value,
+      datagramTracks: config.datagramTracks.value,
       verifier,
       log,
       peers: config.mesh.peers.value,

@@ -2,6 +2,7 @@ import { errorStack } from "../errors/mod.ts";
 import { rateLimitedLog } from "../log/mod.ts";
 import { startMemoryTrimmer } from "../memory/mod.ts";
 import type { Verifier } from "../auth/mod.ts";
+import type { TrackPatterns } from "../path/mod.ts";
 import {
   bindSamePort,
   originPolicy,
@@ -41,6 +42,12 @@ export interface RelayOptions {
   readonly pprof: boolean;
   /** CORS_ALLOWED_ORIGINS: browser origins allowed to open WebTransport and WebSocket ("*": any). */
   readonly corsAllowedOrigins: readonly string[] | "*";
+  /**
+   * RELAY_DATAGRAM_TRACKS: tracks whose single-frame groups that fit a
+   * datagram go to client sessions (native QUIC, WebTransport) as QUIC
+   * datagrams instead of streams (default none).
+   */
+  readonly datagramTracks?: TrackPatterns;
   /** Credential verifier (SLUICE_AUTH_KEYS); undefined admits every session (with a warning). */
   readonly verifier: Verifier | undefined;
   /** Wall clock in ms (default Date.now). */
@@ -136,6 +143,7 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
     metrics,
     verifier: options.verifier,
     cacheSize: options.groupCacheSize,
+    ...(options.datagramTracks ? { datagramTracks: options.datagramTracks } : {}),
     hopId,
     now,
     // Session lines are caused by peers (refusals, malformed streams): rate-limited,

@@ -12,6 +12,7 @@ import {
   type ServeDecision,
 } from "../moq/mod.ts";
 import type { Session, SessionCloseInfo } from "../transport/mod.ts";
+import type { TrackPatterns } from "../path/mod.ts";
 import { type Admission, admitSession, allowed, DIALED_PEER, PEER_PARAMETER } from "./admission.ts";
 import { type RelayCore, SubscribeError } from "./relay_core.ts";
 import type { RelayMetrics } from "./relay_metrics.ts";
@@ -33,6 +34,8 @@ export interface RelaySessionsOptions {
   readonly hopId: bigint;
   /** Clock in ms. */
   readonly now: () => number;
+  /** RELAY_DATAGRAM_TRACKS: tracks whose single-frame groups go to clients as datagrams. */
+  readonly datagramTracks?: TrackPatterns;
   /** Interval of the session RTT ping in ms (0 disables; default 10000). */
   readonly rttIntervalMs?: number;
   /** Longest wait for session bookkeeping at stop, ms (default 5000). */
@@ -120,6 +123,7 @@ export class RelaySessions {
     m.sessionsActive.set({}, this.#live.size);
     const now = this.#opts.now();
     for (const l of this.#live) {
+      this.#countDatagrams(l);
       // Delivery rate since the previous scrape: a lower bound of the available bandwidth.
       const bytes = l.moq.stats.bytesSent;
       const dt = (now - l.lastAt) / 1000;
@@ -132,6 +136,15 @@ export class RelaySessions {
         l.lastAt = now;
       }
     }
+  }
+
+  // Adds what the session sent as datagrams (or fell back) since the last count.
+  #countDatagrams(l: LiveSession): void {
+    const m = this.#opts.metrics;
+    const s = l.moq.stats;
+    m.datagramGroupsTotal.inc({}, s.datagramsSent - l.counted.datagrams);
+    m.datagramFallbacksTotal.inc({}, s.datagramFallbacks - l.counted.fallbacks);
+    l.counted = { datagrams: s.datagramsSent, fallbacks: s.datagramFallbacks };
   }
 
   /** The moq options of every relay session; `admission()` is what the session may do. */
@@ -169,6 +182,15 @@ export class RelaySessions {
           throw e;
         }
       },
+      // Clients only: a peer relay has no ledger behind it to repair a lost datagram.
+      ...(o.datagramTracks && !o.datagramTracks.empty
+        ? {
+          datagrams: (path: string, track: string) => {
+            const a = admission();
+            return a !== undefined && !a.peer && o.datagramTracks!.matches(path, track);
+          },
+        }
+        : {}),
       log: o.log,
     };
   }
@@ -267,6 +289,7 @@ export class RelaySessions {
       srtt: undefined,
       lastBytes: 0,
       lastAt: o.now(),
+      counted: { datagrams: 0, fallbacks: 0 },
     };
     if (how.rtt !== undefined) this.#sample(live, how.rtt);
     this.#live.add(live);
@@ -324,6 +347,7 @@ export class RelaySessions {
     routes.clear();
     await watching;
     this.#live.delete(live);
+    this.#countDatagrams(live);
     // A fixed set of reasons: a peer must not mint label values with its close codes.
     const reason = expired
       ? "expired"

@@ -172,3 +172,38 @@ Deno.test("mesh settings that cannot work are refused, naming the variables", ()
   // Auth off: peering without a key is allowed (with a warning at start).
   assert.equal(loadRelayConfig({ PEERS: "relay-b:4433" }).mesh.peerKey.value, undefined);
 });
+
+Deno.test("RELAY_DATAGRAM_TRACKS: off by default, a list of prefix/track patterns when set", () => {
+  const off = loadRelayConfig({});
+  assert.ok(off.datagramTracks.value.empty);
+  assert.equal(off.datagramTracks.source, "default");
+  const c = loadRelayConfig({ RELAY_DATAGRAM_TRACKS: " room/chat , sensors/* , alerts" });
+  const p = c.datagramTracks.value;
+  assert.equal(c.datagramTracks.display, "room/chat,sensors/*,alerts");
+  assert.ok(p.matches("room/1", "chat"));
+  assert.ok(p.matches("room", "chat"));
+  assert.ok(!p.matches("roomy/1", "chat"), "the prefix is segment-aware");
+  assert.ok(!p.matches("room/1", "video"));
+  assert.ok(p.matches("sensors/a/b", "temperature"));
+  assert.ok(p.matches("anywhere/at/all", "alerts"));
+});
+
+Deno.test("a bad RELAY_DATAGRAM_TRACKS is refused with a message quoting the entry", () => {
+  const cases: [string, RegExp][] = [
+    ["room/chat,,x", /an entry is empty/],
+    ["room/", /track name is empty/],
+    ["*/chat", /broadcast prefix has a wildcard/],
+    ["room/../chat", /broadcast prefix has a "\.\." segment/],
+    ["/room/chat", /broadcast prefix starts with a slash/],
+    ["room/ch\u0001at", /track name contains a control character/],
+  ];
+  for (const [text, message] of cases) {
+    assert.throws(
+      () => loadRelayConfig({ RELAY_DATAGRAM_TRACKS: text }),
+      (e: unknown) =>
+        e instanceof ConfigError && e.variable === "RELAY_DATAGRAM_TRACKS" &&
+        message.test(e.message),
+      text,
+    );
+  }
+});

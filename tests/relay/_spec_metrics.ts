@@ -36,3 +36,9 @@ export const SPEC_METRICS: readonly { name: string; type: string; labels: string
   type: type!,
   labels: labels === "" ? [] : labels!.split(","),
 }));
+
+// Metrics the relay serves beyond the spec, each documented in docs/relay.md.
+export const BEYOND_SPEC_METRICS: readonly { name: string; type: string; labels: string[] }[] = [
+  { name: "sluice_relay_datagram_groups_total", type: "COUNTER", labels: [] },
+  { name: "sluice_relay_datagram_fallbacks_total", type: "COUNTER", labels: [] },
+];

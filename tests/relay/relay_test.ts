@@ -10,7 +10,7 @@ import { dialNet, dialOurs, seeAnnounced, stallable } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
 import { until } from "../support/wait.ts";
 import { startTestRelay } from "../support/test_relay.ts";
-import { SPEC_METRICS } from "./_spec_metrics.ts";
+import { BEYOND_SPEC_METRICS, SPEC_METRICS } from "./_spec_metrics.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -96,7 +96,9 @@ Deno.test("relay fans one track out to our clients and @moq/net, sharing one ups
   const upstream = histogramSeries(text, "sluice_relay_track_upstream_request_duration_seconds");
   assert.deepEqual(upstream.map((h) => [h.labels, h.count]), [[labels, 1]]);
   // Only the spec's labels, never a per-session or per-subscriber one (except `remote`).
-  const allowedLabels = new Map(SPEC_METRICS.map((m) => [m.name, new Set(m.labels)]));
+  const allowedLabels = new Map(
+    [...SPEC_METRICS, ...BEYOND_SPEC_METRICS].map((m) => [m.name, new Set(m.labels)]),
+  );
   for (const [name, fam] of f) {
     for (const s of fam.metrics) {
       for (const l of Object.keys(s.labels ?? {})) {
