@@ -20,6 +20,8 @@ export class MoqStats {
   datagramsSent = 0;
   /** Groups of datagram tracks sent on streams instead: several frames, or too large for a datagram. */
   datagramFallbacks = 0;
+  /** Last groups of a burst sent again on a stream, so a lost final datagram is noticed. */
+  datagramTailRepeats = 0;
   /** Datagrams received that carried a group of one of our subscriptions. */
   datagramsReceived = 0;
   /** Groups received complete. */

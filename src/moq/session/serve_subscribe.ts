@@ -26,6 +26,14 @@ import { decide, refuse } from "./serve_request.ts";
 export const MAX_DATAGRAM_BODY = 1200;
 
 /**
+ * How long the newest group sent as a datagram waits for a newer one
+ * before it is sent again on a stream, ms. A lost datagram shows as a gap
+ * once a newer group arrives; the last of a burst has none after it, so
+ * without the repeat its loss would go unnoticed until the track moves on.
+ */
+export const DATAGRAM_TAIL_MS = 100;
+
+/**
  * Serves a SUBSCRIBE: one group stream per group (or, on a datagram track,
  * one datagram per single-frame group that fits), range updates read from
  * the same stream.
@@ -86,6 +94,17 @@ export async function serveSubscribe(
       );
     }
   };
+  // The newest group sent as a datagram, repeated on a stream if nothing newer follows in time.
+  let tail: CachedGroup | undefined;
+  let tailAt = 0;
+  const repeatTail = async (): Promise<void> => {
+    const g = tail!;
+    tail = undefined;
+    core.stats.datagramTailRepeats++;
+    while (inflight.size >= maxInflight) await Promise.race(inflight);
+    const sending = sendGroup(core, m.id, g, priority).finally(() => inflight.delete(sending));
+    inflight.add(sending);
+  };
   let skipped = 0;
   let started = false;
   let finished = false;
@@ -107,7 +126,8 @@ export async function serveSubscribe(
         finished = true;
         break;
       }
-      const deadline = gaps.nextDeadline();
+      const gapDeadline = gaps.nextDeadline();
+      const deadline = tail === undefined ? gapDeadline : Math.min(tailAt, gapDeadline ?? Infinity);
       const group = await cursor.next(
         deadline === undefined
           ? waitSignal
@@ -118,6 +138,7 @@ export async function serveSubscribe(
       if (gaps.open > 0) await writeDrops(gaps.expired());
       if (!group) {
         if (stop.signal.aborted) break;
+        if (tail && Date.now() >= tailAt) await repeatTail();
         if (producer.closed) {
           finished = true;
           break;
@@ -140,7 +161,15 @@ export async function serveSubscribe(
       }
       started = true;
       gaps.sent(group.sequence);
-      if (datagrams && await sendDatagram(core, m.id, group)) continue;
+      if (datagrams && await sendDatagram(core, m.id, group)) {
+        if (!tail || group.sequence > tail.sequence) {
+          tail = group;
+          tailAt = Date.now() + DATAGRAM_TAIL_MS;
+        }
+        continue;
+      }
+      // A newer group on a stream shows the subscriber any datagram lost before it.
+      if (tail && group.sequence > tail.sequence) tail = undefined;
       while (inflight.size >= maxInflight) await Promise.race(inflight);
       if (stop.signal.aborted) break;
       const sending = sendGroup(core, m.id, group, priority).finally(() =>
@@ -148,6 +177,7 @@ export async function serveSubscribe(
       );
       inflight.add(sending);
     }
+    if (tail && !stop.signal.aborted) await repeatTail();
     await Promise.all(inflight);
     if (finished && v05) {
       await writeDrops(gaps.expired(true));
