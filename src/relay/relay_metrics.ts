@@ -38,6 +38,7 @@ export interface RelayMetrics {
   readonly subscribeErrorsTotal: Counter;
   readonly datagramGroupsTotal: Counter;
   readonly datagramFallbacksTotal: Counter;
+  readonly datagramTailRepeatsTotal: Counter;
 }
 
 const P = "sluice_relay_";
@@ -182,6 +183,10 @@ export function createRelayMetrics(registry: Registry = new Registry()): RelayMe
     datagramFallbacksTotal: c(
       "datagram_fallbacks_total",
       "Groups of datagram tracks sent on a stream instead: several frames, or too large for a datagram.",
+    ),
+    datagramTailRepeatsTotal: c(
+      "datagram_tail_repeats_total",
+      "Last datagram groups of a burst sent again on a stream, so a lost one is noticed.",
     ),
   };
 }

@@ -21,8 +21,8 @@ export interface LiveSession {
   lastBytes: number;
   /** When that was, ms. */
   lastAt: number;
-  /** Datagram groups and fallbacks already added to the relay's counters. */
-  counted: { datagrams: number; fallbacks: number };
+  /** Datagram groups, fallbacks and tail repeats already added to the relay's counters. */
+  counted: { datagrams: number; fallbacks: number; repeats: number };
 }
 
 /**

@@ -144,7 +144,12 @@ export class RelaySessions {
     const s = l.moq.stats;
     m.datagramGroupsTotal.inc({}, s.datagramsSent - l.counted.datagrams);
     m.datagramFallbacksTotal.inc({}, s.datagramFallbacks - l.counted.fallbacks);
-    l.counted = { datagrams: s.datagramsSent, fallbacks: s.datagramFallbacks };
+    m.datagramTailRepeatsTotal.inc({}, s.datagramTailRepeats - l.counted.repeats);
+    l.counted = {
+      datagrams: s.datagramsSent,
+      fallbacks: s.datagramFallbacks,
+      repeats: s.datagramTailRepeats,
+    };
   }
 
   /** The moq options of every relay session; `admission()` is what the session may do. */
@@ -289,7 +294,7 @@ export class RelaySessions {
       srtt: undefined,
       lastBytes: 0,
       lastAt: o.now(),
-      counted: { datagrams: 0, fallbacks: 0 },
+      counted: { datagrams: 0, fallbacks: 0, repeats: 0 },
     };
     if (how.rtt !== undefined) this.#sample(live, how.rtt);
     this.#live.add(live);

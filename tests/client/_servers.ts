@@ -61,6 +61,8 @@ export interface ServersOptions {
   readonly relayScheme?: "moqt" | "https";
   /** Turn credentials on (a key set for both servers). */
   readonly auth?: boolean;
+  /** More environment for the relay process (e.g. RELAY_DATAGRAM_TRACKS). */
+  readonly relayEnv?: Record<string, string>;
 }
 
 /** The running servers of one test file. */
@@ -105,7 +107,7 @@ export async function startServers(options: ServersOptions = {}): Promise<Server
   const relay = options.relay
     ? new ServerProcess(
       "relay",
-      { RELAY_ADDR: `127.0.0.1:${moqPort}`, ...tls, ...auth },
+      { RELAY_ADDR: `127.0.0.1:${moqPort}`, ...tls, ...auth, ...options.relayEnv },
       "relay: listening",
     )
     : undefined;

@@ -41,4 +41,5 @@ export const SPEC_METRICS: readonly { name: string; type: string; labels: string
 export const BEYOND_SPEC_METRICS: readonly { name: string; type: string; labels: string[] }[] = [
   { name: "sluice_relay_datagram_groups_total", type: "COUNTER", labels: [] },
   { name: "sluice_relay_datagram_fallbacks_total", type: "COUNTER", labels: [] },
+  { name: "sluice_relay_datagram_tail_repeats_total", type: "COUNTER", labels: [] },
 ];
