@@ -31,6 +31,7 @@ export { ConfigError, type ConfigProblem } from "./config/errors.ts";
 // among them are built by startFunnel, never by callers.
 export type { RateLimit } from "./config/rate_limit.ts";
 export type { OriginPolicy } from "./http/cors.ts";
+export type { TrackPattern, TrackPatterns } from "./path/mod.ts";
 export type { Logger } from "./log/mod.ts";
 export type { RecordSink } from "./funnel/sink.ts";
 export type { LiveOptions, LiveSide } from "./funnel/live/start.ts";

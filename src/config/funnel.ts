@@ -1,4 +1,5 @@
 import { type OriginPolicy, parseOriginPolicy } from "../http/cors.ts";
+import { parseTrackPatterns, TrackPatterns } from "../path/mod.ts";
 import { type LedgerLocation, parseLedgerUri, type StoreCredentials } from "../ledger/mod.ts";
 import { pathProblem } from "../path/mod.ts";
 import { SESSION_SCHEMES } from "../transport/connect.ts";
@@ -34,6 +35,8 @@ export interface FunnelConfig {
   readonly relay: RelayTarget | undefined;
   /** FUNNEL_SERVE_ADDR: own MoQ listener, or undefined for none. */
   readonly serve: ListenAddress | undefined;
+  /** FUNNEL_DATAGRAM_TRACKS: tracks the own listener sends as QUIC datagrams (single-frame groups that fit). */
+  readonly datagramTracks: TrackPatterns;
   /** LEDGER_URI: where records are stored. */
   readonly ledger: LedgerLocation;
   /** AWS_ACCESS_KEY_ID and friends, for an S3 ledger. */
@@ -112,6 +115,9 @@ export function loadFunnelConfig(env: Env): FunnelConfig {
     serve = r.value("FUNNEL_SERVE_ADDR", parseListenAddress);
   }
 
+  const datagramTracks = r.value("FUNNEL_DATAGRAM_TRACKS", parseTrackPatterns) ??
+    new TrackPatterns([]);
+
   let ledger: LedgerLocation = { kind: "memory" };
   try {
     ledger = parseLedgerUri(env["LEDGER_URI"]);
@@ -145,6 +151,7 @@ export function loadFunnelConfig(env: Env): FunnelConfig {
     trackLimit,
     relay,
     serve,
+    datagramTracks,
     ledger,
     storeCredentials,
     certFile,

@@ -170,6 +170,7 @@ function liveConfig(config: FunnelConfig): LiveConfig {
     certFile: config.certFile,
     keyFile: config.keyFile,
     defaultCertificate: config.defaultCertificate,
+    datagramTracks: config.datagramTracks,
   };
   return { relay: config.relay, serve, cors: config.cors };
 }

@@ -56,6 +56,17 @@ Deno.test("Every bad variable is named in one error", () => {
   ]);
 });
 
+Deno.test("FUNNEL_DATAGRAM_TRACKS: none by default, track patterns when set, refused when bad", () => {
+  assert.ok(loadFunnelConfig({}).datagramTracks.empty);
+  const c = loadFunnelConfig({ FUNNEL_DATAGRAM_TRACKS: "rooms/cursor,presence" });
+  assert.ok(c.datagramTracks.matches("rooms/7", "cursor"));
+  assert.ok(c.datagramTracks.matches("lobby", "presence"));
+  assert.ok(!c.datagramTracks.matches("rooms/7", "chat"));
+  const problems = problemsOf({ FUNNEL_DATAGRAM_TRACKS: "rooms/*/cursor" });
+  assert.equal(problems.length, 1);
+  assert.match(problems[0]!, /^FUNNEL_DATAGRAM_TRACKS: .*"rooms\/\*\/cursor".*wildcard/);
+});
+
 Deno.test("RELAY_SIGNING_KEY and RELAY_PUBLISH go together", () => {
   const problems = problemsOf({ RELAY_URL: "moqt://r:1/", RELAY_SIGNING_KEY: "key.jwk" });
   assert.match(problems[0]!, /^RELAY_PUBLISH: .*together/);

@@ -1,4 +1,5 @@
 import { errorText } from "../../errors/mod.ts";
+import type { TrackPatterns } from "../../path/mod.ts";
 import type { Grant } from "../../auth/mod.ts";
 import {
   bindSamePort,
@@ -36,6 +37,11 @@ export interface LiveListenerOptions {
   readonly log: Logger;
   /** Per-subscriber queue bound in groups before it skips to the latest (default 32). */
   readonly maxGroupQueue?: number;
+  /**
+   * Tracks whose single-frame groups go to subscribers (native QUIC and
+   * WebTransport) as QUIC datagrams where they fit (default none).
+   */
+  readonly datagramTracks?: TrackPatterns;
   /** Told the number of open sessions whenever it changes. */
   readonly onSessions?: (count: number) => void;
 }
@@ -99,6 +105,12 @@ export async function startLiveListener(options: LiveListenerOptions): Promise<L
           }
         },
         maxGroupQueue: options.maxGroupQueue ?? 32,
+        ...(options.datagramTracks && !options.datagramTracks.empty
+          ? {
+            datagrams: (path: string, track: string) =>
+              options.datagramTracks!.matches(path, track),
+          }
+          : {}),
         log: sessionLog,
       });
     } catch (error) {

@@ -4,6 +4,7 @@
 // order by the main thread, and asks the main thread to check credentials
 // (the one verifier and key source live there).
 import { errorStack, errorText } from "../../errors/mod.ts";
+import { parseTrackPatterns } from "../../path/mod.ts";
 import { AuthError, type Grant, ScopedGrant } from "../../auth/mod.ts";
 import type { LedgerEntry, TrackPath } from "../../ledger/mod.ts";
 import type { Logger, LogLevel } from "../../log/mod.ts";
@@ -108,6 +109,9 @@ async function start(message: ToListener & { type: "start" }): Promise<void> {
       cors: message.corsAny ? { any: true } : { any: false, origins: new Set(message.corsOrigins) },
       log,
       maxGroupQueue: message.maxGroupQueue,
+      ...(message.datagramTracks
+        ? { datagramTracks: parseTrackPatterns(message.datagramTracks) }
+        : {}),
       onSessions: (count) => post({ type: "sessions", count }),
     });
     post({ type: "listening", hostname: listener.addr.hostname, port: listener.addr.port });

@@ -2,6 +2,7 @@ import { readSigner, type Verifier } from "../../auth/mod.ts";
 import { loadServingCertificate, toHex } from "../../certs/mod.ts";
 import type { OriginPolicy } from "../../http/mod.ts";
 import type { Logger } from "../../log/mod.ts";
+import type { TrackPatterns } from "../../path/mod.ts";
 import { formatAddr } from "../../transport/address.ts";
 import { type EntryFetch, LivePublisher } from "./publisher.ts";
 import {
@@ -46,6 +47,8 @@ export interface LiveConfig {
     readonly keyFile: string;
     /** True when both files were left at their defaults: missing files then mean "generate one". */
     readonly defaultCertificate: boolean;
+    /** FUNNEL_DATAGRAM_TRACKS: tracks sent to subscribers as QUIC datagrams where they fit. */
+    readonly datagramTracks?: TrackPatterns;
   } | undefined;
   /** CORS_ALLOWED_ORIGINS, applied to WebTransport's Origin. */
   readonly cors: OriginPolicy;
@@ -180,6 +183,7 @@ export async function startLive(
         cors: config.cors,
         log,
         ...(options.maxGroupQueue ? { maxGroupQueue: options.maxGroupQueue } : {}),
+        ...(serve.datagramTracks ? { datagramTracks: serve.datagramTracks } : {}),
         ...(options.fetchEntry ? { fetchEntry: options.fetchEntry } : {}),
       });
       const at = formatAddr(listener.addr);

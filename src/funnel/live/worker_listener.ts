@@ -1,4 +1,5 @@
 import { AuthError } from "../../auth/mod.ts";
+import type { TrackPatterns } from "../../path/mod.ts";
 import type { OriginPolicy } from "../../http/mod.ts";
 import type { LedgerEntry, TrackPath } from "../../ledger/mod.ts";
 import type { Logger } from "../../log/mod.ts";
@@ -35,6 +36,8 @@ export interface WorkerListenerOptions {
   readonly log: Logger;
   /** Per-subscriber queue bound in groups (default 32). */
   readonly maxGroupQueue?: number;
+  /** Tracks sent to subscribers as QUIC datagrams where they fit (default none). */
+  readonly datagramTracks?: TrackPatterns;
   /** Reads entries for FETCHes the worker's recent groups miss (stays on this thread). */
   readonly fetchEntry?: EntryFetch;
 }
@@ -212,6 +215,7 @@ export function startWorkerListener(options: WorkerListenerOptions): Promise<Wor
     corsOrigins: options.cors.any ? [] : [...options.cors.origins],
     checkCredentials: verifier !== undefined,
     maxGroupQueue: options.maxGroupQueue ?? WORKER_TRACK_CACHE,
+    datagramTracks: options.datagramTracks?.toString() ?? "",
     fetchFromLedger: options.fetchEntry !== undefined,
   });
 

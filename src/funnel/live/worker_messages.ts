@@ -46,6 +46,8 @@ export type ToListener =
     /** False when no key set is configured: every subscriber is admitted. */
     readonly checkCredentials: boolean;
     readonly maxGroupQueue: number;
+    /** FUNNEL_DATAGRAM_TRACKS as written back by `TrackPatterns.toString` ("" for none). */
+    readonly datagramTracks: string;
     /** True when FETCHes past the recent groups may ask the main thread's ledger. */
     readonly fetchFromLedger: boolean;
   }
