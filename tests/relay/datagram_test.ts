@@ -6,10 +6,11 @@ import assert from "node:assert/strict";
 import { MAX_DATAGRAM_BODY, type MoqSession, TrackProducer } from "../../src/moq/mod.ts";
 import { parseTrackPatterns } from "../../src/path/mod.ts";
 import { families, sampleValue } from "../support/prometheus.ts";
-import { dialOurs, seeAnnounced } from "../support/moq.ts";
+import * as Net from "@moq/net";
+import { dialNet, dialOurs, seeAnnounced } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
 import { startTestRelay } from "../support/test_relay.ts";
-import { within } from "../support/wait.ts";
+import { until, within } from "../support/wait.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -39,11 +40,23 @@ Deno.test("relay: datagram tracks reach QUIC and WebTransport clients as datagra
     await dialOurs(t.port, { webTransport: true }),
     await dialOurs(t.port, { webSocket: ["qmux-02"] }),
   ];
+  let netSession: { close(): void } | undefined;
   try {
     for (const c of clients) await seeAnnounced(c, "room/1");
     const subs = clients.map((c) => c.subscribe("room/1", "chat", { start: 1 }));
     const vsubs = clients.map((c) => c.subscribe("room/1", "video", { start: 1 }));
     await Promise.all([...subs, ...vsubs].map((s) => s.ready));
+    // @moq/net over WebTransport takes datagrams too (this track's millisecond timestamps fit 53 bits).
+    const net = await dialNet(t.port, { webTransport: true });
+    netSession = net;
+    const netSub = net.consume(Net.Path.from("room/1")).track("chat").subscribe({});
+    await until(async () => {
+      const f = families(await (await t.get("/metrics")).text());
+      return sampleValue(f, "sluice_relay_track_subscriptions_active", {
+        path: "/room/1",
+        track: "chat",
+      }) === 4;
+    }, "@moq/net subscribed");
     const its = subs.map((s) => s[Symbol.asyncIterator]());
     const vits = vsubs.map((s) => s[Symbol.asyncIterator]());
     const big = new Uint8Array(MAX_DATAGRAM_BODY + 100).fill(1);
@@ -59,6 +72,18 @@ Deno.test("relay: datagram tracks reach QUIC and WebTransport clients as datagra
         if (seq === 10) assert.deepEqual(g.frames, [big]);
         else assert.equal(dec.decode(g.frames[0]), `chat ${seq}`);
       }
+      for (;;) {
+        const g = await within(netSub.recvGroup(), 10_000, `@moq/net chat ${seq}`);
+        assert.ok(g);
+        const f = await g.readFrame();
+        if (g.sequence === seq) {
+          assert.equal(
+            f?.payload.length,
+            seq === 10 ? big.length : enc.encode(`chat ${seq}`).length,
+          );
+          break;
+        }
+      }
       for (const it of vits) {
         const g = (await within(it.next(), 10_000, `video ${seq}`)).value;
         assert.equal(dec.decode(g?.frames[0]), `video ${seq}`);
@@ -70,10 +95,11 @@ Deno.test("relay: datagram tracks reach QUIC and WebTransport clients as datagra
     assert.equal(wt.stats.datagramsReceived, SMALL);
     assert.equal(ws.stats.datagramsReceived, 0);
     const f = families(await (await t.get("/metrics")).text());
-    assert.equal(sampleValue(f, "sluice_relay_datagram_groups_total"), 2 * SMALL);
-    assert.equal(sampleValue(f, "sluice_relay_datagram_fallbacks_total"), 2);
+    assert.equal(sampleValue(f, "sluice_relay_datagram_groups_total"), 3 * SMALL);
+    assert.equal(sampleValue(f, "sluice_relay_datagram_fallbacks_total"), 3);
   } finally {
     for (const c of clients) c.close(0, "");
+    netSession?.close();
     publisher.close(0, "");
     await t.stop();
   }
