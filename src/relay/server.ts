@@ -13,7 +13,13 @@ import {
   webTransportAdmission,
 } from "../http/mod.ts";
 import { randomHopId, VERSIONS } from "../moq/mod.ts";
-import { isWebSocketUpgrade, listen, type Listener, type Session } from "../transport/mod.ts";
+import {
+  type AdmitWebTransport,
+  isWebSocketUpgrade,
+  listen,
+  type Listener,
+  type Session,
+} from "../transport/mod.ts";
 import { admitSession } from "./admission.ts";
 import { createRelayHandler } from "./http_handler.ts";
 import { RelayCore } from "./relay_core.ts";
@@ -177,20 +183,22 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
   });
   // The funnel's listener's rule: besides CORS_ALLOWED_ORIGINS, a page of the relay's
   // own origin is admitted (the relay serves none, so in practice nothing changes).
-  const admit = webTransportAdmission({
+  const admitReady = webTransportAdmission({
     protocols: VERSIONS,
     origins: originPolicy(options.corsAllowedOrigins),
     admitCredential: (url) => admitSession(url, options.verifier),
   });
+  // A draining relay takes no new sessions: a WebTransport CONNECT and a WebSocket upgrade are
+  // both refused with 503 (a client may try another relay) rather than accepted and closed.
+  const admit: AdmitWebTransport = (req) =>
+    ready ? admitReady(req) : { status: 503, reason: "The relay is not accepting sessions" };
   const onSession = (s: Session): void => {
     trimmer.track(s);
     sessions.handle(s);
   };
   const upgrade = qmuxUpgrade({
     protocols: VERSIONS,
-    // A draining relay takes no new sessions: refuse the upgrade rather than accept and close.
-    admit: (req) =>
-      ready ? admit(req) : { status: 503, reason: "The relay is not accepting sessions" },
+    admit,
     onSession,
   });
   let bound: { listener: Listener; server: RunningServer };

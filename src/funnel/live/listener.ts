@@ -13,7 +13,7 @@ import { type Logger, rateLimitedLog } from "../../log/mod.ts";
 import { startMemoryTrimmer } from "../../memory/mod.ts";
 import { accept, MoqError, type MoqSession, VERSIONS } from "../../moq/mod.ts";
 import { listen } from "../../transport/listener.ts";
-import { isWebSocketUpgrade, type Session } from "../../transport/mod.ts";
+import { type AdmitWebTransport, isWebSocketUpgrade, type Session } from "../../transport/mod.ts";
 import { admitSubscriber, type CredentialCheck, mayRead } from "./admission.ts";
 import type { LivePublisher } from "./publisher.ts";
 
@@ -145,11 +145,15 @@ export async function startLiveListener(options: LiveListenerOptions): Promise<L
     task.finally(() => tasks.delete(task));
   };
   // Unset CORS_ALLOWED_ORIGINS admits only the listener's own origin and clients that send none.
-  const admit = webTransportAdmission({
+  const admitOpen = webTransportAdmission({
     protocols: VERSIONS,
     origins: options.cors,
     admitCredential: (url) => admitSubscriber(url, verifier),
   });
+  // A stopping listener takes no new sessions: a WebTransport CONNECT and a WebSocket upgrade
+  // are both refused with 503 rather than accepted and closed.
+  const admit: AdmitWebTransport = (req) =>
+    stopped ? { status: 503, reason: "The funnel is stopping" } : admitOpen(req);
   const upgrade = qmuxUpgrade({ protocols: VERSIONS, admit, onSession });
   const { listener, server } = await bindSamePort(options.port, (port) =>
     listen({
