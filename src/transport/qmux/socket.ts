@@ -4,6 +4,7 @@
  * side, from `Deno.upgradeWebSocket`) is adapted here; the dialer has its
  * own client (`ws_client.ts`).
  */
+import { systemTimers, type Timers } from "../../timers/mod.ts";
 import type { MessageSink } from "./scheduler.ts";
 
 /** What the socket tells its session. */
@@ -24,8 +25,38 @@ export interface MessageSocket extends MessageSink {
   close(code: number, reason: string): void;
 }
 
-/** Deno's WebSocket as a {@linkcode MessageSocket}. */
-export function webSocketSocket(ws: WebSocket): MessageSocket {
+/**
+ * How long a closing socket waits for the peer's close frame before it lets
+ * the connection go (as our client does).
+ */
+export const CLOSE_TIMEOUT_MS = 1000;
+
+/** Options of {@linkcode webSocketSocket}. */
+export interface WebSocketSocketOptions {
+  /** Wait for the peer's close frame, ms (default {@linkcode CLOSE_TIMEOUT_MS}). */
+  readonly closeTimeoutMs?: number;
+  /** Timer functions (tests). */
+  readonly timers?: Timers;
+}
+
+/**
+ * Deno's WebSocket as a {@linkcode MessageSocket}. Deno's server socket
+ * waits for the peer's close frame with no limit once it sent its own (its
+ * idle timeout stops while closing), so a peer that never answers would
+ * keep the TCP connection, and this session with it, for as long as it
+ * likes: after `closeTimeoutMs` the connection is released.
+ */
+export function webSocketSocket(
+  ws: WebSocket,
+  options: WebSocketSocketOptions = {},
+): MessageSocket {
+  const timers = options.timers ?? systemTimers;
+  let closeTimer: unknown;
+  let gone = false;
+  ws.addEventListener("close", () => {
+    gone = true;
+    if (closeTimer !== undefined) timers.clearTimeout(closeTimer);
+  });
   return {
     get open() {
       return ws.readyState === WebSocket.OPEN;
@@ -40,6 +71,11 @@ export function webSocketSocket(ws: WebSocket): MessageSocket {
       } catch {
         // already closing
       }
+      if (gone || closeTimer !== undefined) return;
+      closeTimer = timers.setTimeout(
+        () => releaseWebSocket(ws),
+        options.closeTimeoutMs ?? CLOSE_TIMEOUT_MS,
+      );
     },
     listen(events) {
       ws.binaryType = "arraybuffer";
@@ -51,4 +87,24 @@ export function webSocketSocket(ws: WebSocket): MessageSocket {
       ws.addEventListener("close", (e) => events.close(e.code, e.reason));
     },
   };
+}
+
+/**
+ * Closes a WebSocket's connection without waiting for the peer, as Deno
+ * itself does when a ping goes unanswered: WebSocket has no public way to
+ * give up on a close handshake, so this closes its resource. Returns false
+ * where the runtime offers no such handle (the socket then stays until the
+ * peer or the TCP connection ends it).
+ */
+export function releaseWebSocket(ws: WebSocket): boolean {
+  const deno = Deno as unknown as Record<string | symbol, unknown>;
+  const key = deno.internal;
+  const internal: unknown = typeof key === "symbol" ? deno[key] : undefined;
+  const core = (internal as { core?: { tryClose?: unknown } } | undefined)?.core;
+  const rid = Object.getOwnPropertySymbols(ws).find((s) => s.description === "[[rid]]");
+  if (typeof core?.tryClose !== "function" || rid === undefined) return false;
+  const id: unknown = (ws as unknown as Record<symbol, unknown>)[rid];
+  if (typeof id !== "number") return false;
+  (core.tryClose as (rid: number) => void)(id);
+  return true;
 }

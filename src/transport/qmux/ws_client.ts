@@ -41,6 +41,29 @@ export async function openWebSocket(
   url: URL,
   options: OpenWebSocketOptions,
 ): Promise<{ socket: MessageSocket; protocol: string }> {
+  const { conn, protocol, rest } = await openRawWebSocket(url, options);
+  return { socket: new ClientSocket(conn, rest, options.maxMessage ?? 1 << 20), protocol };
+}
+
+/** A WebSocket whose handshake is done, left to its owner to frame by hand. */
+export interface RawWebSocket {
+  /** The TCP (or TLS) connection. */
+  readonly conn: Deno.Conn;
+  /** The subprotocol the server chose ("" for none). */
+  readonly protocol: string;
+  /** Bytes the server sent after its handshake answer (the start of its first frames). */
+  readonly rest: Uint8Array;
+}
+
+/**
+ * Dials and completes the WebSocket handshake, handing over the bare
+ * connection: for peers that frame by hand with `ws_frame.ts` (the network
+ * fuzzer's broken ones). Refusals throw {@linkcode QMuxConnectError}.
+ */
+export async function openRawWebSocket(
+  url: URL,
+  options: OpenWebSocketOptions,
+): Promise<RawWebSocket> {
   const host = url.hostname.replace(/^\[|\]$/g, "");
   const port = Number(url.port || (url.protocol === "wss:" ? 443 : 80));
   const tcp = await Deno.connect({ hostname: host, port });
@@ -55,7 +78,7 @@ export async function openWebSocket(
       });
     }
     const { protocol, rest } = await handshake(conn, url, options);
-    return { socket: new ClientSocket(conn, rest, options.maxMessage ?? 1 << 20), protocol };
+    return { conn, protocol, rest };
   } catch (err) {
     try {
       conn.close();
