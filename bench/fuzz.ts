@@ -1,9 +1,11 @@
 // Network fuzzer: `deno run -A bench/fuzz.ts [--target relay|funnel] [--sessions N]
-// [--duration S] [--concurrency C] [--seed N] [--json]`. Starts the target as a
-// real process, runs a healthy publisher/subscriber pair through it, and opens
-// hostile sessions (bounded by count and time) until done; then reports
-// sessions tried, hostile inputs sent, crashes, the healthy pair's delivery
-// and the target's log lines per hostile session. Exits 1 on a crash or stall.
+// [--duration S] [--concurrency C] [--seed N] [--transports quic,webtransport,websocket,websocket-frames,h3]
+// [--json]`. Starts the target as a real process, runs a healthy
+// publisher/subscriber pair through it, and opens hostile sessions (bounded by
+// count and time) until done; then reports sessions tried per transport,
+// hostile inputs sent, crashes, the healthy pair's delivery, the target's log
+// lines per hostile session and its open file descriptors before and after.
+// Exits 1 on a crash or stall.
 import { parseArgs } from "node:util";
 import { seededRandom } from "../tests/support/random.ts";
 import {
@@ -12,6 +14,8 @@ import {
   startHealthyPair,
   startTarget,
   type TargetKind,
+  type Transport,
+  TRANSPORTS,
 } from "./fuzz/mod.ts";
 
 const { values } = parseArgs({
@@ -22,6 +26,7 @@ const { values } = parseArgs({
     duration: { type: "string", default: "300" },
     concurrency: { type: "string", default: "24" },
     seed: { type: "string", default: "1" },
+    transports: { type: "string", default: TRANSPORTS.join(",") },
     json: { type: "boolean", default: false },
   },
 });
@@ -31,6 +36,10 @@ const sessions = Number(values.sessions);
 const seconds = Number(values.duration);
 const concurrency = Number(values.concurrency);
 const seed = Number(values.seed);
+const transports = values.transports.split(",").map((t) => t.trim()) as Transport[];
+for (const t of transports) {
+  if (!TRANSPORTS.includes(t)) throw new TypeError(`Unknown transport "${t}" in --transports`);
+}
 
 const target = await startTarget(kind);
 const startupLines = target.lines.length;
@@ -38,6 +47,7 @@ let crashed: number | undefined;
 target.exited.then((code) => (crashed = code));
 const rssStart = target.rss();
 const healthy = await startHealthyPair(target);
+const fdsStart = (await target.gc()).fds;
 const tally = newTally();
 const deadline = performance.now() + seconds * 1000;
 const started = performance.now();
@@ -46,7 +56,7 @@ const worker = async (w: number) => {
   const rng = seededRandom(seed * 1000 + w);
   while (launched < sessions && performance.now() < deadline && crashed === undefined) {
     launched++;
-    await hostileSession(target, rng, tally);
+    await hostileSession(target, rng, tally, transports);
   }
 };
 const progress = setInterval(() => {
@@ -64,6 +74,9 @@ clearInterval(progress);
 const elapsed = (performance.now() - started) / 1000;
 await new Promise((r) => setTimeout(r, 2000)); // hostile sessions' last streams settle
 const h = await healthy.stop();
+// Sockets of hostile peers must be gone: the close timeout (1 s) and QUIC's idle timeout (5 s) have passed.
+await new Promise((r) => setTimeout(r, 6000));
+const fdsEnd = (await target.gc()).fds;
 const hostileLines = target.lines.slice(startupLines).filter((l) => !l.startsWith("gc-host"));
 const result = {
   target: kind,
@@ -72,7 +85,10 @@ const result = {
   hostile_sessions: tally.sessions,
   dial_failures: tally.dialFailures,
   hostile_inputs: tally.inputs,
+  transports: tally.transports,
   actions: tally.actions,
+  outcomes: tally.outcomes,
+  fds: { start: fdsStart, end: fdsEnd },
   crashes: crashed === undefined ? 0 : 1,
   healthy: h,
   log_lines: hostileLines.length,
@@ -85,7 +101,10 @@ const code = await target.stop();
 console.log(
   [
     `${kind}: ${result.hostile_sessions} hostile sessions in ${result.seconds} s (seed ${seed}), ${result.dial_failures} dials refused or failed, ${result.hostile_inputs} hostile streams/messages`,
+    `transports: ${Object.entries(tally.transports).map(([k, v]) => `${k} ${v}`).join(", ")}`,
     `actions: ${Object.entries(tally.actions).map(([k, v]) => `${k} ${v}`).join(", ")}`,
+    `outcomes: ${Object.entries(tally.outcomes).map(([k, v]) => `${k} ${v}`).join(", ")}`,
+    `open fds in the ${kind}: ${fdsStart} with the healthy pair, ${fdsEnd} after the run`,
     `crashes: ${result.crashes} (exit code at stop: ${code})`,
     `healthy pair: ${h.received}/${h.published} groups, missing ${h.missing}, longest gap ${h.longestGapMs} ms, latency p50 ${h.latencyMs.p50} ms p99 ${h.latencyMs.p99} ms max ${h.latencyMs.max} ms, errors ${h.errors.length}`,
     `log: ${result.log_lines} lines (${result.log_lines_per_hostile_session} per hostile session)`,

@@ -1,12 +1,15 @@
-// One hostile session: dials the target over native QUIC or WebTransport (or
-// raw HTTP/3) and does one thing a broken or malicious peer would: random,
+// One hostile session: dials the target over native QUIC, WebTransport or QMux
+// over WebSocket (or sends raw HTTP/3, or hand-made WebSocket frames:
+// hostile_ws.ts) and does one thing a broken or malicious peer would: random,
 // truncated or mutated moq-lite streams, half-open streams, floods of
 // streams, oversized frame declarations, and abrupt closes.
 import * as codec from "../../src/moq/codec/messages.ts";
 import type { Session } from "../../src/transport/mod.ts";
 import { quicSession } from "../../src/transport/quic.ts";
+import { connectQMux } from "../../src/transport/qmux/mod.ts";
 import { connectWebTransport } from "../../src/transport/webtransport/mod.ts";
 import { concatBytes, Encoder, encodeVarint } from "../../src/wire/mod.ts";
+import { hostileWebSocket } from "./hostile_ws.ts";
 import type { Target } from "./target.ts";
 
 /** A seeded source of randomness (numbers in [0, 1)). */
@@ -22,11 +25,15 @@ export interface HostileTally {
   inputs: number;
   /** Sessions per action. */
   readonly actions: Record<string, number>;
+  /** Sessions per transport. */
+  readonly transports: Record<string, number>;
+  /** Notable answers of the target, by kind (e.g. whether it let a silent WebSocket peer go). */
+  readonly outcomes: Record<string, number>;
 }
 
 /** A new, empty tally. */
 export function newTally(): HostileTally {
-  return { sessions: 0, dialFailures: 0, inputs: 0, actions: {} };
+  return { sessions: 0, dialFailures: 0, inputs: 0, actions: {}, transports: {}, outcomes: {} };
 }
 
 const int = (rng: Rng, n: number) => Math.floor(rng() * n);
@@ -255,18 +262,32 @@ const ACTIONS: Record<string, Action> = {
 /** The actions' names. */
 export const ACTION_NAMES: readonly string[] = Object.keys(ACTIONS);
 
-/** Dials the target one way: native QUIC with a moq-lite ALPN, or WebTransport. */
+/** The ways a hostile session reaches the target. */
+export const TRANSPORTS = ["quic", "webtransport", "websocket", "websocket-frames", "h3"] as const;
+
+/** One way of reaching the target: `websocket` runs moq-lite abuses in a real QMux session, `websocket-frames` abuses QMux and WebSocket framing by hand, `h3` sends raw HTTP/3 garbage. */
+export type Transport = typeof TRANSPORTS[number];
+
+/** Dials the target one way: native QUIC with a moq-lite ALPN, WebTransport, or QMux over WebSocket. */
 async function dial(
   target: Target,
-  rng: Rng,
+  transport: "quic" | "webtransport" | "websocket",
   version: codec.Version,
   jwt: string | undefined,
 ): Promise<Session> {
   const query = jwt ? `?jwt=${jwt}` : "";
-  if (rng() < 0.5) {
+  if (transport === "webtransport") {
     return await connectWebTransport(new URL(`https://localhost:${target.moqPort}/${query}`), {
       protocols: [version],
       serverCertificateHashes: [target.certSha256],
+      timeoutMs: 5000,
+    });
+  }
+  if (transport === "websocket") {
+    return await connectQMux(new URL(`wss://127.0.0.1:${target.moqPort}/${query}`), {
+      protocols: [version],
+      caCerts: [target.certPem],
+      serverName: "localhost",
       timeoutMs: 5000,
     });
   }
@@ -323,12 +344,24 @@ async function rawH3(target: Target, rng: Rng, tally: HostileTally): Promise<voi
 }
 
 /**
- * Runs one hostile session against `target`: picks a transport, version,
- * credential (none, forged or a real one for `fuzz/**`) and action.
+ * Runs one hostile session against `target`: picks a transport (among
+ * `transports`, default all), version, credential (none, forged or a real
+ * one for `fuzz/**`) and action.
  */
-export async function hostileSession(target: Target, rng: Rng, tally: HostileTally): Promise<void> {
+export async function hostileSession(
+  target: Target,
+  rng: Rng,
+  tally: HostileTally,
+  transports: readonly Transport[] = TRANSPORTS,
+): Promise<void> {
   tally.sessions++;
-  if (rng() < 0.08) {
+  // Raw HTTP/3 is a small share, as before WebSocket existed.
+  const others = transports.filter((t) => t !== "h3");
+  const transport: Transport = transports.includes("h3") && (others.length === 0 || rng() < 0.08)
+    ? "h3"
+    : pick(rng, others);
+  tally.transports[transport] = (tally.transports[transport] ?? 0) + 1;
+  if (transport === "h3") {
     tally.actions["raw-h3"] = (tally.actions["raw-h3"] ?? 0) + 1;
     try {
       await rawH3(target, rng, tally);
@@ -347,11 +380,15 @@ export async function hostileSession(target: Target, rng: Rng, tally: HostileTal
       (s, b) => s + String.fromCharCode(0x41 + (b % 26)),
       "",
     );
+  if (transport === "websocket-frames") {
+    await hostileWebSocket(target, rng, tally, jwt, mutate);
+    return;
+  }
   const action = pick(rng, ACTION_NAMES);
   tally.actions[action] = (tally.actions[action] ?? 0) + 1;
   let session: Session;
   try {
-    session = await dial(target, rng, version, jwt);
+    session = await dial(target, transport, version, jwt);
   } catch {
     tally.dialFailures++;
     return;

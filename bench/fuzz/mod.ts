@@ -12,5 +12,8 @@ export {
   mutate,
   newTally,
   type Rng,
+  type Transport,
+  TRANSPORTS,
 } from "./hostile.ts";
+export { WS_ACTION_NAMES } from "./hostile_ws.ts";
 export { type HealthyPair, type HealthyReport, startHealthyPair } from "./healthy.ts";
