@@ -1,7 +1,8 @@
 // Soak run: `deno run -A bench/soak.ts [--target relay|funnel] [--minutes M]
 // [--subscribers N] [--publishers N] [--refused N] [--hostile N] [--concurrency C]
 // [--seed N] [--env NAME=VALUE]... [--no-trim] [--json]`. Starts the target as a real process, keeps a healthy
-// pair running through it, and sends waves of sessions (well-formed
+// pair running through it, and sends waves of sessions over native QUIC,
+// WebTransport and QMux over WebSocket (well-formed
 // subscribers and publishers, refused and hostile ones) that connect and
 // leave, for at least M minutes. After each wave it lets the sessions end,
 // collects garbage in the target and prints its RSS, V8 heap, external
@@ -9,6 +10,7 @@
 import { parseArgs } from "node:util";
 import { connect, TrackProducer, VERSIONS } from "../src/moq/mod.ts";
 import { connectQuicSession } from "../src/transport/quic.ts";
+import { connectQMux } from "../src/transport/qmux/mod.ts";
 import { connectWebTransport } from "../src/transport/webtransport/mod.ts";
 import { seededRandom } from "../tests/support/random.ts";
 import {
@@ -50,10 +52,18 @@ const counts = {
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Dials the target as a moq client over native QUIC or WebTransport. */
+/** Dials the target as a moq client over native QUIC, WebTransport or QMux over WebSocket. */
 async function dial(target: Target, rng: Rng, jwt: string | undefined) {
   const query = jwt === undefined ? "" : `?jwt=${jwt}`;
-  const session = rng() < 0.5
+  const way = Math.floor(rng() * 3);
+  const session = way === 2
+    ? await connectQMux(new URL(`wss://127.0.0.1:${target.moqPort}/${query}`), {
+      protocols: VERSIONS,
+      caCerts: [target.certPem],
+      serverName: "localhost",
+      timeoutMs: 5000,
+    })
+    : way === 1
     ? await connectWebTransport(new URL(`https://localhost:${target.moqPort}/${query}`), {
       protocols: VERSIONS,
       serverCertificateHashes: [target.certSha256],
@@ -115,7 +125,7 @@ async function refused(target: Target, rng: Rng): Promise<void> {
   try {
     moq = await dial(target, rng, jwt);
   } catch {
-    return; // refused at the door (WebTransport answers the CONNECT with 401)
+    return; // refused at the door (a WebTransport CONNECT or WebSocket upgrade is answered 401)
   }
   // Over native QUIC the refusal closes the session once it is set up.
   let timer: ReturnType<typeof setTimeout> | undefined;
