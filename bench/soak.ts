@@ -1,6 +1,7 @@
 // Soak run: `deno run -A bench/soak.ts [--target relay|funnel] [--minutes M]
 // [--subscribers N] [--publishers N] [--refused N] [--hostile N] [--concurrency C]
-// [--seed N] [--env NAME=VALUE]... [--no-trim] [--json]`. Starts the target as a real process, keeps a healthy
+// [--seed N] [--transports quic,webtransport,websocket,websocket-frames,h3]
+// [--env NAME=VALUE]... [--no-trim] [--json]`. Starts the target as a real process, keeps a healthy
 // pair running through it, and sends waves of sessions over native QUIC,
 // WebTransport and QMux over WebSocket (well-formed
 // subscribers and publishers, refused and hostile ones) that connect and
@@ -22,6 +23,8 @@ import {
   startTarget,
   type Target,
   type TargetKind,
+  type Transport,
+  TRANSPORTS,
 } from "./fuzz/mod.ts";
 import { HEALTHY_PATH, HEALTHY_TRACK } from "./fuzz/target.ts";
 
@@ -37,6 +40,7 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "100" },
     settle: { type: "string", default: "7" },
     seed: { type: "string", default: "1" },
+    transports: { type: "string", default: TRANSPORTS.join(",") },
     env: { type: "string", multiple: true, default: [] },
     "no-trim": { type: "boolean", default: false },
     json: { type: "boolean", default: false },
@@ -51,19 +55,30 @@ const counts = {
   hostile: Number(values.hostile),
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+// Well-formed sessions dial the ways among these that carry moq; hostile ones take them all.
+const transports = values.transports.split(",").map((t) => t.trim()) as Transport[];
+for (const t of transports) {
+  if (!TRANSPORTS.includes(t)) throw new TypeError(`Unknown transport "${t}" in --transports`);
+}
+const moqWays = (["quic", "webtransport", "websocket"] as const).filter((t) =>
+  transports.includes(t)
+);
+if (moqWays.length === 0) {
+  throw new TypeError("--transports names none of quic, webtransport, websocket");
+}
 
 /** Dials the target as a moq client over native QUIC, WebTransport or QMux over WebSocket. */
 async function dial(target: Target, rng: Rng, jwt: string | undefined) {
   const query = jwt === undefined ? "" : `?jwt=${jwt}`;
-  const way = Math.floor(rng() * 3);
-  const session = way === 2
+  const way = moqWays[Math.floor(rng() * moqWays.length)];
+  const session = way === "websocket"
     ? await connectQMux(new URL(`wss://127.0.0.1:${target.moqPort}/${query}`), {
       protocols: VERSIONS,
       caCerts: [target.certPem],
       serverName: "localhost",
       timeoutMs: 5000,
     })
-    : way === 1
+    : way === "webtransport"
     ? await connectWebTransport(new URL(`https://localhost:${target.moqPort}/${query}`), {
       protocols: VERSIONS,
       serverCertificateHashes: [target.certSha256],
@@ -175,7 +190,9 @@ for (let wave = 1; performance.now() < endAt && crashed === undefined; wave++) {
     jobs.push(() => publisher(target, rng, n));
   }
   for (let i = 0; i < counts.refused; i++) jobs.push(() => refused(target, rng));
-  for (let i = 0; i < counts.hostile; i++) jobs.push(() => hostileSession(target, rng, tally));
+  for (let i = 0; i < counts.hostile; i++) {
+    jobs.push(() => hostileSession(target, rng, tally, transports));
+  }
   // Shuffle, then run with bounded concurrency.
   for (let i = jobs.length - 1; i > 0; i--) {
     const j = Math.floor(rng() * (i + 1));
