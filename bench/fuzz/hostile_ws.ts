@@ -42,6 +42,8 @@ interface RawPeer {
   readonly format: WireFormat;
   /** Codes of the CONNECTION_CLOSE frames the server sent (what it made of our abuse). */
   readonly closes: number[];
+  /** Answers of the server that break WebSocket or QMux, by kind (there should be none). */
+  readonly unexpected: Record<string, number>;
   /** One binary message. */
   send(message: Uint8Array): Promise<void>;
   /** Bytes as they are (frames already encoded, or not frames at all). */
@@ -79,12 +81,17 @@ function peer(raw: RawWebSocket): RawPeer {
   const closes: number[] = [];
   const format = parseSubprotocol(raw.protocol).format;
   const chunk = new Uint8Array(64 * 1024);
+  // One read at a time: a read that outlived its caller's wait is picked up by the next.
+  let inflight: Promise<number | null> | undefined;
   const write = async (bytes: Uint8Array) => {
     for (let at = 0; at < bytes.length;) at += await raw.conn.write(bytes.subarray(at));
   };
+  const note = (what: string) => (unexpected[what] = (unexpected[what] ?? 0) + 1);
+  const unexpected: Record<string, number> = {};
   return {
     format,
     closes,
+    unexpected,
     send: (message) => write(encodeClientFrame(Opcode.BINARY, message)),
     write,
     async read(ms, silent = false) {
@@ -92,30 +99,38 @@ function peer(raw: RawWebSocket): RawPeer {
       while (!ended && performance.now() < deadline) {
         let parsed;
         try {
-          while ((parsed = parseServerFrame(pending, 128 << 20))) {
-            pending = pending.subarray(parsed.size);
-            if (parsed.frame.opcode === Opcode.BINARY) {
-              for (const f of decodeMessage(parsed.frame.payload, format)) {
+          parsed = parseServerFrame(pending, 128 << 20);
+        } catch {
+          note("server sent a WebSocket frame that does not parse");
+          return false;
+        }
+        if (parsed) {
+          pending = pending.subarray(parsed.size);
+          const { opcode, payload } = parsed.frame;
+          if (opcode === Opcode.BINARY) {
+            try {
+              for (const f of decodeMessage(payload, format)) {
                 if (f.type === "connection_close") closes.push(f.code);
               }
+            } catch {
+              note("server sent a QMux record that does not parse");
             }
-            if (parsed.frame.opcode === Opcode.CLOSE && !silent) {
-              await write(encodeClientFrame(Opcode.CLOSE, parsed.frame.payload.slice(0, 2)))
-                .catch(() => {});
-            }
+          } else if (opcode === Opcode.CLOSE && !silent) {
+            await write(encodeClientFrame(Opcode.CLOSE, payload.slice(0, 2))).catch(() => {});
           }
-        } catch {
-          return false; // the server's frames did not parse: not ours to judge here
+          continue;
         }
         let timer: ReturnType<typeof setTimeout> | undefined;
+        inflight ??= raw.conn.read(chunk).catch(() => null);
         const n = await Promise.race([
-          raw.conn.read(chunk).catch(() => null),
-          new Promise<"late">((
-            r,
-          ) => (timer = setTimeout(() => r("late"), deadline - performance.now()))),
+          inflight,
+          new Promise<"late">((r) => {
+            timer = setTimeout(() => r("late"), deadline - performance.now());
+          }),
         ]);
         clearTimeout(timer);
         if (n === "late") return false;
+        inflight = undefined;
         if (n === null) ended = true;
         else pending = concatBytes([pending, chunk.subarray(0, n)]);
       }
@@ -454,9 +469,10 @@ export async function hostileWebSocket(
     // The server closed on us: what it should do to garbage.
   } finally {
     p.drop();
-    for (const code of p.closes) {
-      const outcome = `CONNECTION_CLOSE 0x${code.toString(16)}`;
-      tally.outcomes[outcome] = (tally.outcomes[outcome] ?? 0) + 1;
-    }
+    const outcomes = [
+      ...p.closes.map((code) => `CONNECTION_CLOSE 0x${code.toString(16)}`),
+      ...Object.keys(p.unexpected),
+    ];
+    for (const o of outcomes) tally.outcomes[o] = (tally.outcomes[o] ?? 0) + 1;
   }
 }
