@@ -4,15 +4,22 @@
  * in its own process; wrk drives the load when installed, else a raw-TCP
  * Deno client.
  *
- * The three are measured in turn, `--rounds` times (default 3), and the
+ * The servers are measured in turn, `--rounds` times (default 3), and the
  * ratios of each round and their medians are printed: on a shared VM one
  * round can be off by a third.
  *
- *   deno run -A bench/funnel_http.ts [--seconds 5] [--connections 32] [--rounds 3]
+ * `--threads` adds ingest on several threads (the experiment in
+ * `support/ingest_threads/`, see docs/funnel.md): the bare handler on two
+ * threads sharing the port as a second ceiling, and the funnel's handler
+ * with 1 and 2 HTTP threads (main thread + worker on one port), and as a
+ * pipeline (1 and 2 worker HTTP threads, the main thread only commits).
+ *
+ *   deno run -A bench/funnel_http.ts [--seconds 5] [--connections 32] [--rounds 3] [--threads]
  */
 import { exportJWK, generateKeyPair } from "jose";
 import { parseArgs } from "node:util";
 import { createSigner, ed25519Thumbprint } from "../src/auth/mod.ts";
+import { cpuTicks } from "./loadgen/proc_stats.ts";
 import { loadGeneratorName, postLoad, spawnListening } from "./support/post_load.ts";
 
 const { values } = parseArgs({
@@ -21,6 +28,7 @@ const { values } = parseArgs({
     seconds: { type: "string", default: "5" },
     connections: { type: "string", default: "32" },
     rounds: { type: "string", default: "3" },
+    threads: { type: "boolean", default: false },
   },
 });
 const seconds = Number(values.seconds);
@@ -28,8 +36,11 @@ const connections = Number(values.connections);
 const rounds = Number(values.rounds);
 const CLI = new URL("../src/cli.ts", import.meta.url).pathname;
 const BARE = new URL("./support/bare_server.ts", import.meta.url).pathname;
+const THREADED = new URL("./support/ingest_threads/server.ts", import.meta.url).pathname;
 const PATH = "/tracks/bench/room/chat";
 const BODY = '{"kind":"reaction","emoji":"👍","at":1234567890}';
+// Linux's USER_HZ, the unit of /proc/<pid>/stat times.
+const CLOCK_TICKS_PER_SECOND = 100;
 const PORT_LINE = /(?:listening |Ingest: http:\/\/127\.0\.0\.1:)(\d+)/;
 
 async function measure(
@@ -37,19 +48,22 @@ async function measure(
   args: string[],
   env: Record<string, string>,
   headers: Record<string, string>,
-): Promise<number> {
+): Promise<{ rate: number; cpuUs: number }> {
   const server = await spawnListening(args, env, PORT_LINE);
   try {
     const load = (secs: number) =>
       postLoad({ port: server.port, path: PATH, body: BODY, headers, connections, seconds: secs });
     await load(1); // warm up: JIT, connections
+    const ticks = cpuTicks(server.pid);
     const r = await load(seconds);
+    // Server CPU (all its threads, user + system) per request: what more threads cost.
+    const cpuUs = ((cpuTicks(server.pid) - ticks) * 1e6) / CLOCK_TICKS_PER_SECOND / r.requests;
     console.log(
       `${name.padEnd(22)} ${r.perSecond.toFixed(0).padStart(8)} req/s   p50 ${
         r.p50Ms.toFixed(2)
-      } ms   p99 ${r.p99Ms.toFixed(2)} ms   errors ${r.errors}`,
+      } ms   p99 ${r.p99Ms.toFixed(2)} ms   CPU ${cpuUs.toFixed(1)} µs/req   errors ${r.errors}`,
     );
-    return r.perSecond;
+    return { rate: r.perSecond, cpuUs };
   } finally {
     await server.stop();
   }
@@ -72,31 +86,86 @@ try {
 
   const funnel = ["run", "-A", CLI, "funnel"];
   const base = { FUNNEL_ADDR: "127.0.0.1:0", FUNNEL_SERVE_ADDR: "none" };
+  const auth = { authorization: `Bearer ${token}` };
+  const keys = `${dir}/keys.json`;
+  const withAuth = { ...base, SLUICE_AUTH_KEYS: keys };
+  const threaded = (flags: string[], on: boolean) => [
+    "run",
+    "-A",
+    THREADED,
+    ...flags,
+    ...(on ? ["--keys", keys] : []),
+  ];
+  interface Case {
+    readonly name: string;
+    readonly args: string[];
+    readonly env: Record<string, string>;
+    readonly headers: Record<string, string>;
+  }
+  const cases: Case[] = [
+    { name: "bare Deno.serve", args: ["run", "-A", BARE], env: base, headers: {} },
+    { name: "funnel, auth off", args: funnel, env: base, headers: {} },
+    { name: "funnel, auth on", args: funnel, env: withAuth, headers: auth },
+  ];
+  if (values.threads) {
+    cases.push({
+      name: "bare, 2 threads",
+      args: ["run", "-A", BARE, "0", "2"],
+      env: {},
+      headers: {},
+    });
+    for (const on of [false, true]) {
+      const a = on ? "on" : "off";
+      const headers = on ? auth : {};
+      for (
+        const [label, flags] of [
+          ["1 thread", ["--threads", "1"]],
+          ["2 threads", ["--threads", "2"]],
+          ["pipe 1", ["--threads", "1", "--pipeline"]],
+          ["pipe 2", ["--threads", "2", "--pipeline"]],
+        ] as const
+      ) {
+        cases.push({
+          name: `${label}, auth ${a}`,
+          args: threaded([...flags], on),
+          env: {},
+          headers,
+        });
+      }
+    }
+  }
   console.log(`load generator: ${loadGeneratorName()}`);
   console.log(
     `POST throughput, ${connections} keep-alive connections, ${seconds} s each, loopback, ${navigator.hardwareConcurrency} cores`,
   );
-  const offRatios: number[] = [];
-  const onRatios: number[] = [];
+  const rates = new Map<string, number[]>(cases.map((c) => [c.name, []]));
+  const cpus = new Map<string, number[]>(cases.map((c) => [c.name, []]));
+  const ratios = new Map<string, number[]>(cases.map((c) => [c.name, []]));
   for (let round = 1; round <= rounds; round++) {
     if (rounds > 1) console.log(`round ${round} of ${rounds}`);
-    const bare = await measure("bare Deno.serve", ["run", "-A", BARE], base, {});
-    const off = await measure("funnel, auth off", funnel, base, {});
-    const on = await measure("funnel, auth on", funnel, {
-      ...base,
-      SLUICE_AUTH_KEYS: `${dir}/keys.json`,
-    }, { authorization: `Bearer ${token}` });
-    offRatios.push(off / bare);
-    onRatios.push(on / bare);
-    console.log(
-      `auth off: ${percent(off / bare)} of bare; auth on: ${percent(on / bare)} of bare`,
-    );
+    let bare = 0;
+    const line: string[] = [];
+    for (const c of cases) {
+      const { rate, cpuUs } = await measure(c.name, c.args, c.env, c.headers);
+      if (c === cases[0]) bare = rate;
+      rates.get(c.name)!.push(rate);
+      cpus.get(c.name)!.push(cpuUs);
+      ratios.get(c.name)!.push(rate / bare);
+      if (c !== cases[0]) line.push(`${c.name} ${percent(rate / bare)}`);
+    }
+    console.log(`of bare: ${line.join("; ")}`);
   }
   console.log(
-    `median of ${rounds}: auth off ${percent(median(offRatios))} of bare; auth on ${
-      percent(median(onRatios))
-    } of bare (target >= 60%)`,
+    `median of ${rounds} rounds (req/s, % of the bare single-thread handler, server CPU per request):`,
   );
+  for (const c of cases) {
+    console.log(
+      `  ${c.name.padEnd(22)} ${median(rates.get(c.name)!).toFixed(0).padStart(8)} req/s  ${
+        percent(median(ratios.get(c.name)!)).padStart(5)
+      }  ${median(cpus.get(c.name)!).toFixed(1).padStart(5)} µs`,
+    );
+  }
+  console.log("(target for the funnel with auth on: >= 60% of bare)");
 } finally {
   await Deno.remove(dir, { recursive: true });
 }

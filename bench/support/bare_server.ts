@@ -1,10 +1,21 @@
 // The baseline: a bare Deno.serve handler that reads the body and answers 201.
+//   deno run -A bench/support/bare_server.ts [port] [threads]
+// With threads > 1 the port is opened with SO_REUSEPORT and threads - 1
+// workers (bare_worker.ts) serve the same handler on it: the ceiling for
+// ingest on several threads.
+import { bareHandler } from "./bare_handler.ts";
+
 const port = Number(Deno.args[0] ?? 0);
-const server = Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, async (request) => {
-  await request.arrayBuffer();
-  return new Response('{"group":"e000001-g00000000","wallclock":1}', {
-    status: 201,
-    headers: { "content-type": "application/json" },
+const threads = Number(Deno.args[1] ?? 1);
+const server = Deno.serve(
+  { hostname: "127.0.0.1", port, reusePort: threads > 1, onListen: () => {} },
+  bareHandler,
+);
+await Promise.all(Array.from({ length: threads - 1 }, () => {
+  const worker = new Worker(new URL("./bare_worker.ts", import.meta.url), { type: "module" });
+  return new Promise((resolve) => {
+    worker.onmessage = resolve;
+    worker.postMessage(server.addr.port);
   });
-});
+}));
 console.log(`listening ${server.addr.port}`);

@@ -91,6 +91,8 @@ export async function postLoad(options: PostLoadOptions): Promise<LoadResult> {
 /** A server process started by {@link spawnListening}. */
 export interface SpawnedServer {
   readonly port: number;
+  /** The server process's id (for its CPU time in /proc). */
+  readonly pid: number;
   /** Sends SIGTERM to the server process itself and waits for it to exit. */
   stop(): Promise<void>;
 }
@@ -126,6 +128,7 @@ export async function spawnListening(
   })();
   return {
     port,
+    pid: child.pid,
     stop: async () => {
       child.kill("SIGTERM");
       await child.status;
