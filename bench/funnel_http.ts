@@ -14,7 +14,11 @@
  * with 1 and 2 HTTP threads (main thread + worker on one port), and as a
  * pipeline (1 and 2 worker HTTP threads, the main thread only commits).
  *
+ * `--compare <checkout>` also measures the funnel of another checkout (its
+ * `src/cli.ts`) in the same rounds: a before/after with the same ceiling.
+ *
  *   deno run -A bench/funnel_http.ts [--seconds 5] [--connections 32] [--rounds 3] [--threads]
+ *     [--compare ../main]
  */
 import { exportJWK, generateKeyPair } from "jose";
 import { parseArgs } from "node:util";
@@ -29,6 +33,7 @@ const { values } = parseArgs({
     connections: { type: "string", default: "32" },
     rounds: { type: "string", default: "3" },
     threads: { type: "boolean", default: false },
+    compare: { type: "string" },
   },
 });
 const seconds = Number(values.seconds);
@@ -107,6 +112,11 @@ try {
     { name: "funnel, auth off", args: funnel, env: base, headers: {} },
     { name: "funnel, auth on", args: funnel, env: withAuth, headers: auth },
   ];
+  if (values.compare !== undefined) {
+    const other = ["run", "-A", `${values.compare}/src/cli.ts`, "funnel"];
+    cases.push({ name: "compared, auth off", args: other, env: base, headers: {} });
+    cases.push({ name: "compared, auth on", args: other, env: withAuth, headers: auth });
+  }
   if (values.threads) {
     cases.push({
       name: "bare, 2 threads",

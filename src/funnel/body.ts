@@ -1,4 +1,5 @@
 import { HttpProblem } from "../http/mod.ts";
+import { Deadlines } from "../timers/mod.ts";
 import { concatBytes } from "../wire/mod.ts";
 
 /** Largest accepted request body, in bytes (decisions.md). */
@@ -99,67 +100,30 @@ async function readCapped(request: Request, declared: boolean): Promise<Uint8Arr
   return chunks.length === 1 ? chunks[0]! : concatBytes(chunks);
 }
 
-// Body reads in progress and their deadlines. One timer serves them all: a
-// timer per request would cost about 3 µs, a sixth of a POST's CPU. It is
-// armed for the earliest deadline, re-armed as it fires, and unref'd, so it
+// Body reads in progress and their deadlines, on one timer: a timer per
+// request would cost about 3 µs, a sixth of a POST's CPU. Unref'd, so it
 // never keeps a process alive on its own.
-interface Waiter {
-  readonly at: number;
-  readonly expire: () => void;
-}
-const waiting = new Set<Waiter>();
-let timer: ReturnType<typeof setTimeout> | undefined;
-let timerAt = Infinity;
-
-function arm(at: number): void {
-  if (timer !== undefined && timerAt <= at) return;
-  if (timer !== undefined) clearTimeout(timer);
-  timerAt = at;
-  const t = setTimeout(sweep, Math.max(0, at - performance.now()));
-  Deno.unrefTimer(t);
-  timer = t;
-}
-
-function sweep(): void {
-  timer = undefined;
-  timerAt = Infinity;
-  const now = performance.now();
-  let next = Infinity;
-  for (const w of waiting) {
-    if (w.at <= now) {
-      waiting.delete(w);
-      w.expire();
-    } else if (w.at < next) {
-      next = w.at;
-    }
-  }
-  if (next < Infinity) arm(next);
-}
+const deadlines = new Deadlines({ unref: true });
 
 /** `read`, or a 408 once `ms` pass first; the late read's outcome is dropped. */
 async function withDeadline<T>(read: Promise<T>, ms: number): Promise<T> {
   let reject!: (error: unknown) => void;
   const late = new Promise<never>((_, r) => (reject = r));
-  const waiter: Waiter = {
-    at: performance.now() + ms,
-    expire: () => {
-      // The late read's outcome no longer matters. Deno.serve gives a handler
-      // no way to close the connection (cancelling the body does not either):
-      // it closes when the client finishes or leaves; a client that honours
-      // `Connection: close` leaves at once.
-      read.catch(() => {});
-      reject(
-        new HttpProblem(408, `The body did not arrive within ${ms / 1000} s`, {
-          connection: "close",
-        }),
-      );
-    },
-  };
-  waiting.add(waiter);
-  arm(waiter.at);
+  const cancel = deadlines.add(ms, () => {
+    // The late read's outcome no longer matters. Deno.serve gives a handler
+    // no way to close the connection (cancelling the body does not either):
+    // it closes when the client finishes or leaves; a client that honours
+    // `Connection: close` leaves at once.
+    read.catch(() => {});
+    reject(
+      new HttpProblem(408, `The body did not arrive within ${ms / 1000} s`, {
+        connection: "close",
+      }),
+    );
+  });
   try {
     return await Promise.race([read, late]);
   } finally {
-    waiting.delete(waiter);
+    cancel();
   }
 }

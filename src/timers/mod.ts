@@ -18,3 +18,5 @@ export const systemTimers: Timers = {
   setTimeout: (fn, ms) => setTimeout(fn, ms),
   clearTimeout: (handle) => clearTimeout(handle as Parameters<typeof clearTimeout>[0]),
 };
+
+export { Deadlines, type DeadlinesOptions } from "./deadlines.ts";

@@ -1,0 +1,93 @@
+import { systemTimers, type Timers } from "./mod.ts";
+
+/** Options of {@link Deadlines}. */
+export interface DeadlinesOptions {
+  /** Where the one timer is scheduled (default: the global timers). */
+  readonly timers?: Timers;
+  /** Millisecond clock the deadlines are measured on (default `performance.now`). */
+  readonly now?: () => number;
+  /**
+   * True to let the process exit while deadlines are pending (system timers
+   * only); false keeps it alive until they are met or fire, as a plain
+   * timer would.
+   */
+  readonly unref?: boolean;
+}
+
+interface Waiter {
+  readonly at: number;
+  readonly expire: () => void;
+}
+
+/**
+ * Many deadlines on one timer. A timer per call costs a few microseconds
+ * to set and clear, a large share of a small request's CPU; here adding and
+ * cancelling a deadline is a set operation, and one timer is armed for the
+ * earliest deadline and re-armed as it fires.
+ *
+ * @example
+ * ```ts
+ * const deadlines = new Deadlines();
+ * const cancel = deadlines.add(5000, () => console.log("too late"));
+ * cancel(); // met in time
+ * ```
+ */
+export class Deadlines {
+  readonly #timers: Timers;
+  readonly #now: () => number;
+  readonly #unref: boolean;
+  readonly #waiting = new Set<Waiter>();
+  #timer: unknown;
+  #timerAt = Infinity;
+
+  /** Creates an empty set of deadlines. */
+  constructor(options: DeadlinesOptions = {}) {
+    this.#timers = options.timers ?? systemTimers;
+    this.#now = options.now ?? (() => performance.now());
+    this.#unref = options.unref ?? false;
+  }
+
+  /** Calls `expire` once `ms` pass, unless the returned cancel function is called first. */
+  add(ms: number, expire: () => void): () => void {
+    const waiter: Waiter = { at: this.#now() + ms, expire };
+    this.#waiting.add(waiter);
+    this.#arm(waiter.at);
+    return () => {
+      this.#waiting.delete(waiter);
+    };
+  }
+
+  /** Deadlines not yet met, cancelled or fired. */
+  get size(): number {
+    return this.#waiting.size;
+  }
+
+  // A cancelled deadline leaves the timer armed; the sweep it causes finds
+  // nothing due and re-arms for the next one, if any.
+  #arm(at: number): void {
+    if (this.#timer !== undefined && this.#timerAt <= at) return;
+    if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
+    this.#timerAt = at;
+    const timer = this.#timers.setTimeout(() => this.#sweep(), Math.max(0, at - this.#now()));
+    if (this.#unref && typeof timer === "number") Deno.unrefTimer(timer);
+    this.#timer = timer;
+  }
+
+  #sweep(): void {
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
+    const now = this.#now();
+    let next = Infinity;
+    const due: Waiter[] = [];
+    for (const w of this.#waiting) {
+      if (w.at <= now) {
+        this.#waiting.delete(w);
+        due.push(w);
+      } else if (w.at < next) {
+        next = w.at;
+      }
+    }
+    if (next < Infinity) this.#arm(next);
+    for (const w of due) w.expire();
+  }
+}
