@@ -1,0 +1,553 @@
+/**
+ * Fan-out against its ceiling, in one run: N subscriber connections each
+ * receive one-stream groups of `--size` bytes
+ *
+ *   1. raw: a bare sender opens one uni stream per group per connection
+ *      (at most 16 in flight per connection, as the moq publisher does), as
+ *      fast as it can: the ceiling;
+ *   2. relay: `sluice relay` serves one track to the N subscribers, published
+ *      from this process at more than the ceiling allows per subscriber;
+ *   3. listener: the funnel's own MoQ listener (its worker) serves one
+ *      track fed with committed records at the same rate.
+ *
+ * Senders and receivers run in separate processes. Receivers read the way
+ * a fast client does (BYOB readers, group streams counted without parsing
+ * frames), so the ceiling is the sender's. Each figure is groups/s delivered
+ * over the measured window and its ratio to raw.
+ *
+ * With --overload the report also gives, per run, each session's delivered
+ * rate (min / median / max), how the skipped groups are spread over the
+ * sessions, and whether sessions that connect while the sender is saturated
+ * finish their setup (SETUP and SUBSCRIBE answered).
+ *
+ *   deno run -A bench/fanout.ts [--n 10,100,1000] [--transport quic,webtransport]
+ *     [--seconds 5] [--size 100] [--overload] [--only raw,relay,listener]
+ */
+import { parseArgs } from "node:util";
+import { generateDevCertificate } from "../src/certs/mod.ts";
+import { type LedgerEntry, parseTrackPath } from "../src/ledger/mod.ts";
+import { connect, TrackProducer } from "../src/moq/mod.ts";
+import { startWorkerListener } from "../src/funnel/live/worker_listener.ts";
+import { SAME_ORIGIN_ONLY } from "../src/http/cors.ts";
+import { listen } from "../src/transport/listener.ts";
+import { connectQuicSession } from "../src/transport/quic.ts";
+import type { RecvStream, Session } from "../src/transport/session.ts";
+import { connectWebTransport } from "../src/transport/webtransport/mod.ts";
+import { decodeVarint, encodeVarint } from "../src/wire/mod.ts";
+import { benchMesh } from "./support/relay_processes.ts";
+
+const { values } = parseArgs({
+  args: Deno.args,
+  options: {
+    n: { type: "string", default: "10,100,1000" },
+    transport: { type: "string", default: "quic,webtransport" },
+    seconds: { type: "string", default: "5" },
+    size: { type: "string", default: "100" },
+    overload: { type: "boolean", default: false },
+    only: { type: "string", default: "raw,relay,listener" },
+    // internal: child process roles
+    role: { type: "string", default: "bench" },
+    port: { type: "string", default: "0" },
+    hash: { type: "string", default: "" },
+    dir: { type: "string", default: "" },
+    kind: { type: "string", default: "raw" },
+    late: { type: "string", default: "0" },
+  },
+});
+
+const SELF = new URL(import.meta.url).pathname;
+const PROTOCOL = "moq-lite-05";
+const BROADCAST = "bench/fanout";
+const TRACK = "t";
+const IN_FLIGHT = 16;
+const size = Number(values.size);
+type Transport = "quic" | "webtransport";
+
+/** What a receivers process reports on "snap". */
+interface Snap {
+  readonly at: number;
+  /** Groups received per session (the first N are the steady sessions). */
+  readonly groups: number[];
+  /** Highest group sequence received per session (skips are the span not received). */
+  readonly highest: number[];
+  /** Late sessions: setup time in ms, or -1 while not done / failed. */
+  readonly lateSetup: number[];
+  readonly failed: number;
+}
+
+// ------------------------------------------------------------------ receivers
+
+async function dial(transport: Transport, port: number, hash: string): Promise<Session> {
+  const bytes = Uint8Array.from(atob(hash), (c) => c.charCodeAt(0));
+  return transport === "quic"
+    ? await connectQuicSession(new URL(`moqt://localhost:${port}/`), {
+      serverCertificateHashes: [{ algorithm: "sha-256", value: bytes }],
+      alpn: [PROTOCOL],
+    })
+    : await connectWebTransport(new URL(`https://localhost:${port}/`), {
+      serverCertificateHashes: [bytes],
+      protocols: [PROTOCOL],
+    });
+}
+
+/**
+ * Child: N sessions (raw or moq), each counting the group streams it gets.
+ * Answers "snap" on stdin with a JSON line; with `--late M`, "late" starts M
+ * more sessions spread over one second and records how long their setup took.
+ */
+async function receiversRole(): Promise<void> {
+  const transport = values.transport as Transport;
+  const port = Number(values.port);
+  const n = Number(values.n);
+  const late = Number(values.late);
+  const moq = values.kind !== "raw";
+  const groups: number[] = [];
+  const highest: number[] = [];
+  const lateSetup: number[] = [];
+  let failed = 0;
+  const pool: ArrayBuffer[] = [];
+
+  // One group stream, its type byte already read: subscribe id, sequence, then the body.
+  const count = async (
+    i: number,
+    reader: ReadableStreamBYOBReader,
+  ): Promise<void> => {
+    let buf = pool.pop() ?? new ArrayBuffer(2048);
+    let first = true;
+    try {
+      for (;;) {
+        const { value, done } = await reader.read(new Uint8Array(buf));
+        if (value) buf = value.buffer;
+        if (done) break;
+        if (first && value) {
+          first = false;
+          const id = decodeVarint(value, 0);
+          const seq = id && decodeVarint(value, id.length);
+          if (seq && seq.value > highest[i]!) highest[i] = seq.value;
+        }
+      }
+      groups[i]!++;
+    } catch {
+      // stream reset: not delivered
+    } finally {
+      pool.push(buf);
+    }
+  };
+
+  // Accepts uni streams and reads their type byte: group streams are counted
+  // here (raw and moq alike), the moq SETUP stream goes to the moq session.
+  const intercept = (i: number, session: Session): Session => {
+    const others: RecvStream[] = [];
+    let wake: (() => void) | undefined;
+    let ended = false;
+    const route = async (s: RecvStream): Promise<void> => {
+      const reader = s.readable.getReader({ mode: "byob" });
+      const head = await reader.read(new Uint8Array(1)).catch(() => undefined);
+      const type = head?.value?.[0];
+      if (type === 0) return await count(i, reader);
+      if (type === undefined) return;
+      reader.releaseLock();
+      const rest = s.readable;
+      others.push({
+        readable: new ReadableStream({
+          start(c) {
+            c.enqueue(new Uint8Array([type]));
+          },
+          async pull(c) {
+            const r = rest.getReader();
+            for (;;) {
+              const { value, done } = await r.read();
+              if (done) break;
+              c.enqueue(value);
+            }
+            c.close();
+          },
+        }),
+      });
+      wake?.();
+    };
+    (async () => {
+      for (;;) {
+        const s = await session.acceptUni().catch(() => undefined);
+        if (!s) break;
+        void route(s);
+      }
+      ended = true;
+      wake?.();
+    })();
+    return new Proxy(session, {
+      get(target, prop) {
+        if (prop === "acceptUni") {
+          return async () => {
+            while (others.length === 0 && !ended) await new Promise<void>((r) => (wake = r));
+            return others.shift();
+          };
+        }
+        const v = Reflect.get(target, prop);
+        return typeof v === "function" ? v.bind(target) : v;
+      },
+    });
+  };
+
+  const open = async (i: number): Promise<void> => {
+    groups[i] = 0;
+    highest[i] = 0;
+    const session = intercept(i, await dial(transport, port, values.hash));
+    if (!moq) {
+      // The raw sender starts on the first bidi stream's byte.
+      const bidi = await session.openBidi();
+      const w = bidi.writable.getWriter();
+      await w.write(new Uint8Array([1]));
+      return;
+    }
+    const m = await connect(session, { log: () => {} });
+    for (;;) {
+      const sub = m.subscribe(BROADCAST, TRACK);
+      try {
+        await sub.ready;
+        return;
+      } catch {
+        await new Promise((r) => setTimeout(r, 50)); // not announced yet
+      }
+    }
+  };
+
+  const steady: Promise<void>[] = [];
+  for (let i = 0; i < n; i++) {
+    steady.push(open(i).catch(() => void failed++));
+    if (i % 50 === 49) await Promise.all(steady.slice(-50));
+  }
+  await Promise.all(steady);
+  console.log(JSON.stringify({ ready: true, failed }));
+  for await (const line of Deno.stdin.readable.pipeThrough(new TextDecoderStream())) {
+    for (const cmd of line.split("\n")) {
+      if (cmd === "snap") {
+        const snap: Snap = { at: performance.now(), groups, highest, lateSetup, failed };
+        console.log(JSON.stringify(snap));
+      } else if (cmd === "late") {
+        for (let k = 0; k < late; k++) {
+          const i = n + k;
+          lateSetup[k] = -1;
+          const t0 = performance.now();
+          open(i).then(() => (lateSetup[k] = performance.now() - t0), () => {});
+          await new Promise((r) => setTimeout(r, 1000 / late));
+        }
+      } else if (cmd === "exit") Deno.exit(0);
+    }
+  }
+}
+
+// ------------------------------------------------------------------ raw sender
+
+/** Child: accepts connections and sends one uni stream per group to each, as fast as it can. */
+async function rawSenderRole(): Promise<void> {
+  const dir = values.dir;
+  const server = await listen({
+    protocols: [PROTOCOL],
+    certPem: await Deno.readTextFile(`${dir}/cert.pem`),
+    keyPem: await Deno.readTextFile(`${dir}/key.pem`),
+    onSession: (session) => void feed(session),
+  });
+  const body = new Uint8Array(size).fill(7);
+  async function feed(session: Session): Promise<void> {
+    const start = await session.acceptBidi();
+    if (!start) return;
+    const r = start.readable.getReader();
+    await r.read();
+    let closed = false;
+    let seq = 0;
+    session.closed.then(() => (closed = true), () => (closed = true));
+    // IN_FLIGHT loops of open, write, finish: at most that many streams in flight.
+    const loop = async (): Promise<void> => {
+      while (!closed) {
+        // Same bytes as a moq group stream: type, subscribe id, sequence, then the payload.
+        const header = encodeVarint(seq++);
+        const bytes = new Uint8Array(2 + header.length + size);
+        bytes.set(header, 2);
+        bytes.set(body, 2 + header.length);
+        try {
+          const s = await session.openUni();
+          const w = s.writable.getWriter();
+          await w.write(bytes);
+          await w.close();
+        } catch {
+          closed = true;
+        }
+      }
+    };
+    for (let k = 0; k < IN_FLIGHT; k++) void loop();
+  }
+  console.log(JSON.stringify({ port: server.addr.port }));
+  await new Promise(() => {});
+}
+
+// ------------------------------------------------------------------ funnel listener
+
+/** Child: the funnel's listener worker, fed committed records at `rate`/s on "rate R". */
+async function listenerRole(): Promise<void> {
+  const dir = values.dir;
+  const listener = await startWorkerListener({
+    hostname: "127.0.0.1",
+    port: 0,
+    certPem: await Deno.readTextFile(`${dir}/cert.pem`),
+    keyPem: await Deno.readTextFile(`${dir}/key.pem`),
+    verifier: undefined,
+    cors: SAME_ORIGIN_ONLY,
+    log: { debug() {}, info() {}, warn() {}, error() {} },
+  });
+  const path = parseTrackPath(`${BROADCAST}/${TRACK}`);
+  const payload = JSON.stringify("x".repeat(Math.max(0, size - 2)));
+  let seq = 0;
+  const entry = (): LedgerEntry => ({
+    epoch: 1,
+    seq: seq++,
+    wallclock: BigInt(Date.now()) * 1_000_000n,
+    payload,
+  });
+  listener.trackCreated(path, undefined);
+  listener.committed(path, [entry()]);
+  console.log(JSON.stringify({ port: listener.addr.port }));
+  for await (const line of Deno.stdin.readable.pipeThrough(new TextDecoderStream())) {
+    for (const cmd of line.split("\n")) {
+      if (cmd.startsWith("rate ")) {
+        pace(Number(cmd.slice(5)), () => listener.committed(path, [entry()]));
+      }
+    }
+  }
+}
+
+/** Calls `write` `rate` times a second, in 1 ms ticks (short bursts, below any queue bound). */
+function pace(rate: number, write: () => void): () => void {
+  const t0 = performance.now();
+  let done = 0;
+  const id = setInterval(() => {
+    const due = Math.floor((performance.now() - t0) * rate / 1000);
+    for (; done < due; done++) write();
+  }, 1);
+  return () => clearInterval(id);
+}
+
+// ------------------------------------------------------------------ bench
+
+interface Child {
+  readonly proc: Deno.ChildProcess;
+  /** Next JSON line from stdout. */
+  line(): Promise<Record<string, unknown>>;
+  send(cmd: string): Promise<void>;
+  kill(): Promise<void>;
+}
+
+const children = new Set<Child>();
+
+function spawn(args: string[]): Child {
+  console.error(`  starting ${args.join(" ")}`);
+  const proc = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", SELF, ...args],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const lines = proc.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = "";
+  const writer = proc.stdin.getWriter();
+  const child: Child = {
+    proc,
+    async line() {
+      for (;;) {
+        const nl = buffered.indexOf("\n");
+        if (nl >= 0) {
+          const l = buffered.slice(0, nl);
+          buffered = buffered.slice(nl + 1);
+          if (l.startsWith("{")) return JSON.parse(l);
+          continue;
+        }
+        const { value, done } = await lines.read();
+        if (done) throw new Error(`child ${args.join(" ")} ended`);
+        buffered += value;
+      }
+    },
+    async send(cmd) {
+      await writer.write(new TextEncoder().encode(cmd + "\n"));
+    },
+    async kill() {
+      try {
+        proc.kill("SIGKILL");
+      } catch {
+        // gone
+      }
+      await proc.status;
+      children.delete(child);
+    },
+  };
+  children.add(child);
+  return child;
+}
+
+interface Result {
+  readonly perSecond: number;
+  readonly sessions: number[];
+  readonly skips: number[];
+  readonly late: number[];
+  readonly failed: number;
+}
+
+async function measure(
+  receivers: Child,
+  seconds: number,
+  lateSessions: number,
+): Promise<Result> {
+  const ready = await receivers.line();
+  console.error(`  receivers ready (${ready.failed} failed)`);
+  await new Promise((r) => setTimeout(r, 1000)); // warm-up
+  await receivers.send("snap");
+  const a = await receivers.line() as unknown as Snap;
+  if (lateSessions > 0) await receivers.send("late");
+  await new Promise((r) => setTimeout(r, seconds * 1000));
+  await receivers.send("snap");
+  const b = await receivers.line() as unknown as Snap;
+  const dt = (b.at - a.at) / 1000;
+  const n = a.groups.length;
+  const sessions = b.groups.slice(0, n).map((g, i) => (g - (a.groups[i] ?? 0)) / dt);
+  // Groups sent after the first snapshot that never arrived: the span of sequences minus arrivals.
+  const skips = b.highest.slice(0, n).map((h, i) =>
+    Math.max(0, h - (a.highest[i] ?? 0) - (b.groups[i]! - (a.groups[i] ?? 0)))
+  );
+  return {
+    perSecond: sessions.reduce((x, y) => x + y, 0),
+    sessions,
+    skips,
+    late: b.lateSetup,
+    failed: Number(ready.failed ?? 0),
+  };
+}
+
+function quantile(xs: number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? 0;
+}
+
+async function benchRole(): Promise<void> {
+  const ns = values.n.split(",").map(Number);
+  const transports = values.transport.split(",") as Transport[];
+  const only = new Set(values.only.split(","));
+  const seconds = Number(values.seconds);
+  const overload = values.overload;
+  const cert = await generateDevCertificate();
+  const dir = await Deno.makeTempDir({ prefix: "sluice-fanout-" });
+  await Deno.writeTextFile(`${dir}/cert.pem`, cert.certPem);
+  await Deno.writeTextFile(`${dir}/key.pem`, cert.keyPem);
+  const hash = btoa(String.fromCharCode(...cert.sha256));
+  const mesh = await benchMesh();
+  const meshHash = btoa(String.fromCharCode(...mesh.cert.sha256));
+  const rows: string[] = [];
+  const report = (label: string, r: Result, raw: number) => {
+    const median = quantile(r.sessions, 0.5);
+    const min = Math.min(...r.sessions);
+    const skipTotal = r.skips.reduce((a, b) => a + b, 0);
+    let line = `${label.padEnd(34)} ${r.perSecond.toFixed(0).padStart(8)} groups/s  ratio ${
+      (r.perSecond / raw).toFixed(2)
+    }`;
+    if (r.failed) line += `  (${r.failed} sessions failed to start)`;
+    if (overload) {
+      line += `\n    per session groups/s min ${min.toFixed(0)} / median ${
+        median.toFixed(0)
+      } / max ${Math.max(...r.sessions).toFixed(0)} (median/min ${
+        (median / Math.max(min, 1e-9)).toFixed(1)
+      })`;
+      if (skipTotal > 0) {
+        line += `; skips ${skipTotal}, per session min ${Math.min(...r.skips)} / median ${
+          quantile(r.skips, 0.5)
+        } / max ${Math.max(...r.skips)}`;
+      }
+      if (r.late.length > 0) {
+        const done = r.late.filter((t) => t >= 0);
+        line += `\n    sessions connecting during the run: ${done.length}/${r.late.length} set up` +
+          (done.length
+            ? `, setup p50 ${quantile(done, 0.5).toFixed(0)} ms max ${
+              Math.max(...done).toFixed(0)
+            } ms`
+            : "");
+      }
+    }
+    console.log(line);
+    rows.push(line);
+  };
+  try {
+    for (const transport of transports) {
+      for (const n of ns) {
+        const late = overload ? Math.max(5, Math.round(n / 10)) : 0;
+        const recv = (port: number, kind: string, h: string) =>
+          spawn([
+            "--role=receivers",
+            `--transport=${transport}`,
+            `--port=${port}`,
+            `--hash=${h}`,
+            `--n=${n}`,
+            `--kind=${kind}`,
+            `--late=${late}`,
+          ]);
+        console.log(`\n${transport}, ${n} subscribers, ${size} B groups, ${seconds} s:`);
+        // 1. raw ceiling
+        const sender = spawn(["--role=raw-sender", `--dir=${dir}`, `--size=${size}`]);
+        const { port: rawPort } = await sender.line();
+        const rr = recv(Number(rawPort), "raw", hash);
+        const raw = await measure(rr, seconds, late);
+        await rr.kill();
+        await sender.kill();
+        report("raw streams (ceiling)", raw, raw.perSecond);
+        // Offer more than the ceiling allows, so delivery is the sender's limit.
+        const rate = Math.ceil(raw.perSecond / n * 1.5);
+        if (only.has("relay")) {
+          const relay = await mesh.relay(`fanout-${transport}-${n}`);
+          const track = new TrackProducer({ cache: 64 });
+          const publisher = await relay.dial({
+            maxGroupQueue: 64,
+            serve: (r) => (r.path === BROADCAST && r.track === TRACK ? track : "not-found"),
+          });
+          publisher.announce(BROADCAST);
+          const body = new Uint8Array(size).fill(7);
+          let seq = 0;
+          track.writeGroup(seq++, body);
+          const rcv = recv(relay.port, "moq", meshHash);
+          const stopPace = pace(rate, () => track.writeGroup(seq++, body));
+          const r = await measure(rcv, seconds, late);
+          stopPace();
+          await rcv.kill();
+          publisher.close();
+          await relay.stop();
+          report(`relay (offered ${rate}/s per sub)`, r, raw.perSecond);
+        }
+        if (only.has("listener")) {
+          const child = spawn(["--role=listener", `--dir=${dir}`, `--size=${size}`]);
+          const { port } = await child.line();
+          const rcv = recv(Number(port), "moq", hash);
+          await child.send(`rate ${rate}`);
+          const r = await measure(rcv, seconds, late);
+          await rcv.kill();
+          await child.kill();
+          report(`funnel listener (offered ${rate}/s)`, r, raw.perSecond);
+        }
+      }
+    }
+  } finally {
+    for (const c of [...children]) await c.kill();
+    await mesh.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+  // The publisher's QUIC endpoint would keep the process alive.
+  Deno.exit(0);
+}
+
+switch (values.role) {
+  case "receivers":
+    await receiversRole();
+    break;
+  case "raw-sender":
+    await rawSenderRole();
+    break;
+  case "listener":
+    await listenerRole();
+    break;
+  default:
+    await benchRole();
+}
