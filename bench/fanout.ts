@@ -212,9 +212,17 @@ async function receiversRole(): Promise<void> {
     }
   };
 
+  // A session whose setup is not done in 20 s counts as failed.
+  const opened = (i: number): Promise<void> => {
+    let timer = 0;
+    return Promise.race([
+      open(i),
+      new Promise<void>((_, reject) => (timer = setTimeout(reject, 20_000))),
+    ]).finally(() => clearTimeout(timer));
+  };
   const steady: Promise<void>[] = [];
   for (let i = 0; i < n; i++) {
-    steady.push(open(i).catch(() => void failed++));
+    steady.push(opened(i).catch(() => void failed++));
     if (i % 50 === 49) await Promise.all(steady.slice(-50));
   }
   await Promise.all(steady);
