@@ -70,6 +70,8 @@ interface Snap {
   readonly groups: number[];
   /** Highest group sequence received per session (skips are the span not received). */
   readonly highest: number[];
+  /** Whether each session finished its setup (failed ones are left out of the rates). */
+  readonly ok: boolean[];
   /** Late sessions: setup time in ms, or -1 while not done / failed. */
   readonly lateSetup: number[];
   readonly failed: number;
@@ -103,6 +105,7 @@ async function receiversRole(): Promise<void> {
   const moq = values.kind !== "raw";
   const groups: number[] = [];
   const highest: number[] = [];
+  const ok: boolean[] = [];
   const lateSetup: number[] = [];
   let failed = 0;
   const pool: ArrayBuffer[] = [];
@@ -214,7 +217,7 @@ async function receiversRole(): Promise<void> {
 
   // A session whose setup is not done in 20 s counts as failed.
   const opened = (i: number): Promise<void> => {
-    let timer = 0;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     return Promise.race([
       open(i),
       new Promise<void>((_, reject) => (timer = setTimeout(reject, 20_000))),
@@ -222,7 +225,7 @@ async function receiversRole(): Promise<void> {
   };
   const steady: Promise<void>[] = [];
   for (let i = 0; i < n; i++) {
-    steady.push(opened(i).catch(() => void failed++));
+    steady.push(opened(i).then(() => void (ok[i] = true), () => void failed++));
     if (i % 50 === 49) await Promise.all(steady.slice(-50));
   }
   await Promise.all(steady);
@@ -230,7 +233,7 @@ async function receiversRole(): Promise<void> {
   for await (const line of Deno.stdin.readable.pipeThrough(new TextDecoderStream())) {
     for (const cmd of line.split("\n")) {
       if (cmd === "snap") {
-        const snap: Snap = { at: performance.now(), groups, highest, lateSetup, failed };
+        const snap: Snap = { at: performance.now(), groups, highest, ok, lateSetup, failed };
         console.log(JSON.stringify(snap));
       } else if (cmd === "late") {
         for (let k = 0; k < late; k++) {
@@ -415,13 +418,14 @@ async function measure(
   const b = await receivers.line() as unknown as Snap;
   const dt = (b.at - a.at) / 1000;
   const n = a.groups.length;
-  const sessions = b.groups.slice(0, n).map((g, i) => (g - (a.groups[i] ?? 0)) / dt);
+  const rates = b.groups.slice(0, n).map((g, i) => (g - (a.groups[i] ?? 0)) / dt);
+  const sessions = rates.filter((_, i) => b.ok[i]);
   // Groups sent after the first snapshot that never arrived: the span of sequences minus arrivals.
   const skips = b.highest.slice(0, n).map((h, i) =>
     Math.max(0, h - (a.highest[i] ?? 0) - (b.groups[i]! - (a.groups[i] ?? 0)))
-  );
+  ).filter((_, i) => b.ok[i]);
   return {
-    perSecond: sessions.reduce((x, y) => x + y, 0),
+    perSecond: rates.reduce((x, y) => x + y, 0),
     sessions,
     skips,
     late: b.lateSetup,
