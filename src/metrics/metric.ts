@@ -51,6 +51,23 @@ abstract class Base<S> implements Metric {
     return s;
   }
 
+  /**
+   * The cell of one series, looked up by its key once made (`key`), for hot
+   * paths that update the same series many times a second.
+   */
+  protected bound(labels: Labels, make: () => S): () => S {
+    const key = seriesKey(this.name, this.labelNames, labels);
+    let cell: S | undefined;
+    return () => {
+      // Checked every time: clear() or remove() may have dropped the series.
+      if (cell === undefined || this.series.get(key) !== cell) {
+        cell = this.series.get(key);
+        if (cell === undefined) this.series.set(key, cell = make());
+      }
+      return cell;
+    };
+  }
+
   /** Drops one series (e.g. a per-session gauge when its session ends). */
   remove(labels: Labels): void {
     this.series.delete(seriesKey(this.name, this.labelNames, labels));
@@ -102,6 +119,15 @@ export class Counter extends SingleValue {
   inc(labels: Labels = {}, n = 1): void {
     if (!(n >= 0)) throw new RangeError(`Counter "${this.name}" cannot add ${n}`);
     this.get(labels, () => ({ v: 0 })).v += n;
+  }
+
+  /** One series, for a caller that adds to it many times a second: `inc(n)` as above. */
+  bind(labels: Labels): (n?: number) => void {
+    const cell = this.bound(labels, () => ({ v: 0 }));
+    return (n = 1) => {
+      if (!(n >= 0)) throw new RangeError(`Counter "${this.name}" cannot add ${n}`);
+      cell().v += n;
+    };
   }
 }
 
@@ -175,6 +201,22 @@ export class Histogram extends Base<HistCell> {
     }
     c.sum += v;
     c.count++;
+  }
+
+  /** One series, for a caller that observes into it many times a second: `observe(v)` as above. */
+  bind(labels: Labels): (v: number) => void {
+    const cell = this.bound(labels, () => ({
+      counts: this.buckets.map(() => 0),
+      sum: 0,
+      count: 0,
+    }));
+    const buckets = this.buckets;
+    return (v) => {
+      const c = cell();
+      for (let i = 0; i < buckets.length; i++) if (v <= buckets[i]!) c.counts[i]!++;
+      c.sum += v;
+      c.count++;
+    };
   }
 
   /** Count and sum of one series (zeros when absent). */

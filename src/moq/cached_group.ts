@@ -1,4 +1,4 @@
-import { encodeFrames, type Version } from "./codec/messages.ts";
+import { encodeFrames, encodeGroupStreamHeader, type Version } from "./codec/messages.ts";
 
 /** A group's frames, or a function that makes them the first time they are read. */
 export type GroupFrames =
@@ -21,6 +21,8 @@ export class CachedGroup {
   #frames: GroupFrames;
   #v04: Uint8Array<ArrayBuffer> | undefined;
   #v05: Uint8Array<ArrayBuffer> | undefined;
+  #size = -1;
+  #stream: { version: Version; id: bigint; bytes: Uint8Array<ArrayBuffer> } | undefined;
 
   /**
    * Makes a group; frames given as a function are made on first read. A
@@ -53,9 +55,29 @@ export class CachedGroup {
 
   /** Total payload bytes. */
   get size(): number {
-    let n = 0;
-    for (const f of this.frames) n += f.length;
-    return n;
+    if (this.#size < 0) {
+      let n = 0;
+      for (const f of this.frames) n += f.length;
+      this.#size = n;
+    }
+    return this.#size;
+  }
+
+  /**
+   * The whole group stream (GROUP header for `subscribeId`, then the frames)
+   * in `version`. The last one made is kept: subscribers of a relay or a
+   * listener mostly use the same id, so every one of them sends the same bytes.
+   */
+  stream(version: Version, subscribeId: bigint): Uint8Array<ArrayBuffer> {
+    const kept = this.#stream;
+    if (kept && kept.id === subscribeId && kept.version === version) return kept.bytes;
+    const header = encodeGroupStreamHeader({ subscribeId, sequence: this.sequence });
+    const body = this.encoded(version);
+    const bytes = new Uint8Array(header.length + body.length);
+    bytes.set(header);
+    bytes.set(body, header.length);
+    this.#stream = { version, id: subscribeId, bytes };
+    return bytes;
   }
 
   /** The frame bytes as they follow a GROUP header (or answer a FETCH) in `version`. */

@@ -288,6 +288,7 @@ export class TrackProducer {
         return first ? this.#ring[index - first.index] : undefined;
       },
       waitChange: (signal) => this.#waitChange(signal),
+      onChange: (callback) => void this.#waiters.add(callback),
       observer: this.#observer,
     };
   }
@@ -310,6 +311,7 @@ interface TrackReader {
   oldest(): number;
   at(index: number): CachedGroup | undefined;
   waitChange(signal?: AbortSignal): Promise<void>;
+  onChange(callback: () => void): void;
   readonly observer: TrackObserver | undefined;
 }
 
@@ -396,6 +398,16 @@ export class TrackCursor {
       if (this.#track.closed || signal?.aborted) return undefined;
       await this.#reader.waitChange(signal);
     }
+  }
+
+  /**
+   * Calls `callback` once at the next write or close. The same function
+   * registered twice is called once; a callback that is no longer wanted
+   * is simply ignored when it fires. Cheaper than {@linkcode next} with a
+   * signal for a loop that has its own ways of being woken.
+   */
+  onChange(callback: () => void): void {
+    this.#reader.onChange(callback);
   }
 
   /** Releases the cursor (idempotent). */

@@ -117,6 +117,8 @@ export class TrackDistributor {
     this.track = options.track;
     this.#trackLabel = { track: `/${options.path}/${options.track}` };
     const m = options.metrics;
+    const egress = m.egressBytesTotal.bind(this.#trackLabel);
+    const delivery = m.groupDeliverySeconds.bind(this.#trackLabel);
     this.producer = new TrackProducer({
       ...options.info,
       cache: options.cacheSize,
@@ -131,12 +133,10 @@ export class TrackDistributor {
           this.#subscribers--;
           if (this.#subscribers === 0) this.#arm();
         },
+        // Once per group per subscriber: series bound once, not looked up by label each time.
         delivered: (group) => {
-          m.egressBytesTotal.inc(this.#trackLabel, group.size);
-          m.groupDeliverySeconds.observe(
-            this.#trackLabel,
-            Math.max(0, this.#opts.now() - group.writtenAt) / 1000,
-          );
+          egress(group.size);
+          delivery(Math.max(0, this.#opts.now() - group.writtenAt) / 1000);
         },
         skipped: () => m.subscriberSkipsTotal.inc(),
       },

@@ -1,16 +1,15 @@
 /** The serving side of SUBSCRIBE: feeds one of our tracks to the peer, group by group. */
-import type { BidiStream } from "../../transport/mod.ts";
-import { concatBytes, DecodeError, type StreamReader } from "../../wire/mod.ts";
+import type { BidiStream, StreamOptions } from "../../transport/mod.ts";
+import { DecodeError, type StreamReader } from "../../wire/mod.ts";
 import {
   decodeSubscribe,
   decodeSubscribeUpdate,
   encodeDatagram,
-  encodeGroupStreamHeader,
   encodeSubscribeResponse,
   MAX_CONTROL_MESSAGE,
 } from "../codec/messages.ts";
 import { normalizePath } from "../../path/mod.ts";
-import { Sender } from "../sender.ts";
+import type { Sender } from "../sender.ts";
 import type { CachedGroup } from "../cached_group.ts";
 import { TrackProducer } from "../track.ts";
 import { errorText } from "../../errors/mod.ts";
@@ -59,15 +58,41 @@ export async function serveSubscribe(
     core.transport.sendDatagram !== undefined &&
     (core.options.datagrams?.(path, m.track, core.session) ?? false);
   const stop = new AbortController();
+  // The loop waits on one promise at a time; a write, a close, an update,
+  // the end of the session or a deadline resolves it. One callback shared
+  // by every wait, so waiting allocates nothing but the promise. A wake
+  // while the loop is busy elsewhere (writing, waiting for a slot) is kept
+  // for its next wait.
+  let resume: (() => void) | undefined;
+  let woken = false;
+  const wakeUp = (): void => {
+    const r = resume;
+    resume = undefined;
+    if (r) r();
+    else woken = true;
+  };
   const onAbort = () => stop.abort();
   core.abort.signal.addEventListener("abort", onAbort, { once: true });
+  stop.signal.addEventListener("abort", wakeUp, { once: true });
   let end = m.end;
   let priority = m.priority;
+  let order: StreamOptions = { sendOrder: priority };
   const cursor = producer.cursor(m.start, core.options.maxGroupQueue ?? 16);
   const gaps = new DeliveryGaps(core.options.lateGroupWaitMs ?? LATE_GROUP_WAIT_MS);
-  // Aborted by a SUBSCRIBE_UPDATE, so the loop re-reads the range; renewed after each use.
-  let wake = new AbortController();
-  let waitSignal = AbortSignal.any([stop.signal, wake.signal]);
+  // One timer for the earliest deadline (a gap's drop, the datagram tail), re-armed only when
+  // an earlier one comes up.
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timerAt = Infinity;
+  const armTimer = (at: number): void => {
+    if (at >= timerAt) return;
+    if (timer !== undefined) clearTimeout(timer);
+    timerAt = at;
+    timer = setTimeout(() => {
+      timer = undefined;
+      timerAt = Infinity;
+      wakeUp();
+    }, Math.max(1, at - Date.now()));
+  };
   // Updates (and the peer's FIN, which cancels) arrive on the same stream.
   const reading = (async () => {
     try {
@@ -75,7 +100,8 @@ export async function serveSubscribe(
         const u = decodeSubscribeUpdate(await r.message("SUBSCRIBE_UPDATE", MAX_CONTROL_MESSAGE));
         end = u.end;
         priority = u.priority;
-        wake.abort();
+        order = { sendOrder: priority };
+        wakeUp();
         stream.setSendOrder?.(priority);
       }
     } catch (err) {
@@ -83,8 +109,22 @@ export async function serveSubscribe(
     }
     stop.abort();
   })();
-  const inflight = new Set<Promise<void>>();
+  // Group streams being sent, at most maxInflight; a counter and one waiter
+  // instead of racing a set of promises for every group.
+  let inflight = 0;
   const maxInflight = Math.max(1, core.options.maxGroupsInFlight ?? 16);
+  let slotFree: (() => void) | undefined;
+  const sent = (): void => {
+    inflight--;
+    const f = slotFree;
+    slotFree = undefined;
+    f?.();
+  };
+  const send = async (group: CachedGroup): Promise<void> => {
+    while (inflight >= maxInflight) await new Promise<void>((r) => (slotFree = r));
+    inflight++;
+    sendGroup(core, m.id, group, order).then(sent);
+  };
   // Groups we will not send (skipped, never produced, or missing past the wait): tell the subscriber.
   const writeDrops = async (ranges: Array<readonly [number, number]>): Promise<void> => {
     if (!v05) return;
@@ -101,9 +141,7 @@ export async function serveSubscribe(
     const g = tail!;
     tail = undefined;
     core.stats.datagramTailRepeats++;
-    while (inflight.size >= maxInflight) await Promise.race(inflight);
-    const sending = sendGroup(core, m.id, g, priority).finally(() => inflight.delete(sending));
-    inflight.add(sending);
+    await send(g);
   };
   let skipped = 0;
   let started = false;
@@ -126,28 +164,40 @@ export async function serveSubscribe(
         finished = true;
         break;
       }
-      const gapDeadline = gaps.nextDeadline();
-      const deadline = tail === undefined ? gapDeadline : Math.min(tailAt, gapDeadline ?? Infinity);
-      const group = await cursor.next(
-        deadline === undefined
-          ? waitSignal
-          : AbortSignal.any([waitSignal, AbortSignal.timeout(Math.max(1, deadline - Date.now()))]),
-      );
+      // Gaps past their wait become drops; the end may be settled now.
+      if (gaps.open > 0) {
+        const expired = gaps.expired();
+        if (expired.length > 0) {
+          await writeDrops(expired);
+          continue;
+        }
+      }
+      // Nothing is awaited between this poll and the wait below, so no write is missed.
+      const group = cursor.poll();
       core.stats.groupsSkipped += cursor.skipped - skipped;
       skipped = cursor.skipped;
-      if (gaps.open > 0) await writeDrops(gaps.expired());
       if (!group) {
         if (stop.signal.aborted) break;
-        if (tail && Date.now() >= tailAt) await repeatTail();
+        if (tail && Date.now() >= tailAt) {
+          await repeatTail();
+          continue;
+        }
         if (producer.closed) {
           finished = true;
           break;
         }
-        if (wake.signal.aborted) {
-          wake = new AbortController();
-          waitSignal = AbortSignal.any([stop.signal, wake.signal]);
+        const gapDeadline = gaps.nextDeadline();
+        if (gapDeadline !== undefined) armTimer(gapDeadline);
+        if (tail) armTimer(tailAt);
+        if (woken) woken = false;
+        else {
+          await new Promise<void>((r) => {
+            resume = r;
+            cursor.onChange(wakeUp);
+          });
+          woken = false;
         }
-        continue; // woken by an update or a gap's deadline
+        continue; // woken by a write, an update, the end or a deadline
       }
       if (end !== undefined && group.sequence > end) {
         // Past the end: what is still missing below it gets the bounded wait.
@@ -170,15 +220,11 @@ export async function serveSubscribe(
       }
       // A newer group on a stream shows the subscriber any datagram lost before it.
       if (tail && group.sequence > tail.sequence) tail = undefined;
-      while (inflight.size >= maxInflight) await Promise.race(inflight);
       if (stop.signal.aborted) break;
-      const sending = sendGroup(core, m.id, group, priority).finally(() =>
-        inflight.delete(sending)
-      );
-      inflight.add(sending);
+      await send(group);
     }
     if (tail && !stop.signal.aborted) await repeatTail();
-    await Promise.all(inflight);
+    while (inflight > 0) await new Promise<void>((r) => (slotFree = r));
     if (finished && v05) {
       await writeDrops(gaps.expired(true));
       await w.write(
@@ -186,6 +232,7 @@ export async function serveSubscribe(
       );
     }
   } finally {
+    if (timer !== undefined) clearTimeout(timer);
     cursor.close();
     core.abort.signal.removeEventListener("abort", onAbort);
     core.stats.subscriptionsClosed++;
@@ -226,27 +273,23 @@ async function sendDatagram(core: SessionCore, id: bigint, group: CachedGroup): 
   return false;
 }
 
+// Never rejects: a failed group stream is logged and counted as not sent.
 async function sendGroup(
   core: SessionCore,
   id: bigint,
   group: CachedGroup,
-  priority: number,
+  order: StreamOptions,
 ): Promise<void> {
   try {
-    const stream = await core.transport.openUni({ sendOrder: priority });
-    const out = new Sender(stream.writable, core.stats);
-    const header = encodeGroupStreamHeader({ subscribeId: id, sequence: group.sequence });
-    const body = group.encoded(core.version);
-    try {
-      if (body.length < 16_384) await out.write(concatBytes([header, body]));
-      else {
-        await out.write(header);
-        await out.write(body);
-      }
-      core.stats.groupsSent++;
-    } finally {
-      await out.close();
-    }
+    const stream = await core.transport.openUni(order);
+    const bytes = group.stream(core.version, id);
+    const writer = stream.writable.getWriter();
+    // One write and the FIN queued together; close settles after the write.
+    const written = writer.write(bytes);
+    written.catch(() => {}); // reported through close
+    await writer.close();
+    core.stats.bytesSent += bytes.length;
+    core.stats.groupsSent++;
   } catch (err) {
     if (!core.isClosed) core.log("group-send", `group stream failed: ${errorText(err)}`);
   }
