@@ -89,3 +89,21 @@ Deno.test("removed series disappear and collectors refresh gauges at render time
   assert.equal(f.get("rtt_ms")!.metrics.length, 0);
   assert.equal(f.get("active")!.metrics[0]!.value, "9");
 });
+
+Deno.test("a bound series adds to the same series as inc/observe, and survives remove()", () => {
+  const r = new Registry();
+  const c = r.counter({ name: "t_bytes_total", help: "Bytes", labels: ["track"] });
+  const h = r.histogram({ name: "t_seconds", help: "Delay", labels: ["track"], buckets: [1] });
+  const add = c.bind({ track: "a" });
+  const observe = h.bind({ track: "a" });
+  add(5);
+  c.inc({ track: "a" }, 2);
+  observe(0.5);
+  h.observe({ track: "a" }, 2);
+  assert.equal(c.value({ track: "a" }), 7);
+  assert.deepEqual(h.snapshot({ track: "a" }), { count: 2, sum: 2.5 });
+  c.remove({ track: "a" });
+  add(1);
+  assert.equal(c.value({ track: "a" }), 1, "the series is made again after its removal");
+  assert.throws(() => add(-1), RangeError);
+});
