@@ -33,7 +33,8 @@ import { listen } from "../src/transport/listener.ts";
 import { connectQuicSession } from "../src/transport/quic.ts";
 import type { RecvStream, Session } from "../src/transport/session.ts";
 import { connectWebTransport } from "../src/transport/webtransport/mod.ts";
-import { decodeVarint, encodeVarint } from "../src/wire/mod.ts";
+import { decodeVarint } from "../src/wire/mod.ts";
+import { encodeGroupStreamHeader } from "../src/moq/codec/messages.ts";
 import { benchMesh } from "./support/relay_processes.ts";
 
 const { values } = parseArgs({
@@ -110,7 +111,7 @@ async function receiversRole(): Promise<void> {
   let failed = 0;
   const pool: ArrayBuffer[] = [];
 
-  // One group stream, its type byte already read: subscribe id, sequence, then the body.
+  // One group stream, its type byte already read: GROUP header, then the body.
   const count = async (
     i: number,
     reader: ReadableStreamBYOBReader,
@@ -124,8 +125,10 @@ async function receiversRole(): Promise<void> {
         if (done) break;
         if (first && value) {
           first = false;
-          const id = decodeVarint(value, 0);
-          const seq = id && decodeVarint(value, id.length);
+          // GROUP header: its length, subscribe id, sequence.
+          const length = decodeVarint(value, 0);
+          const id = length && decodeVarint(value, length.length);
+          const seq = id && decodeVarint(value, length.length + id.length);
           if (seq && seq.value > highest[i]!) highest[i] = seq.value;
         }
       }
@@ -272,10 +275,10 @@ async function rawSenderRole(): Promise<void> {
     const loop = async (): Promise<void> => {
       while (!closed) {
         // Same bytes as a moq group stream: type, subscribe id, sequence, then the payload.
-        const header = encodeVarint(seq++);
-        const bytes = new Uint8Array(2 + header.length + size);
-        bytes.set(header, 2);
-        bytes.set(body, 2 + header.length);
+        const header = encodeGroupStreamHeader({ subscribeId: 0n, sequence: seq++ });
+        const bytes = new Uint8Array(header.length + size);
+        bytes.set(header);
+        bytes.set(body, header.length);
         try {
           const s = await session.openUni();
           const w = s.writable.getWriter();
