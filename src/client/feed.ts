@@ -12,10 +12,10 @@
  * skip). Small gaps are fetched over MoQ first.
  */
 import type { ReceivedGroup, TrackInfo } from "../moq/mod.ts";
-import { systemTimers, type Timers } from "../timers/mod.ts";
+import { sleep, systemTimers, type Timers } from "../timers/mod.ts";
 import { BackpressureQueue } from "../wire/backpressure_queue.ts";
 import { formatGroupId } from "../ledger/group_id.ts";
-import { Backoff, sleep } from "./backoff.ts";
+import { retryBackoff } from "./backoff.ts";
 import { type CertificateHash, type Dialer, dialSession, MOQ_SCHEMES } from "./dial.ts";
 import { HttpError, retryable } from "./errors.ts";
 import { type HttpContext, MAX_PAGE, readAfter } from "./http.ts";
@@ -271,7 +271,7 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
 
   /** Runs `step` until it succeeds, waiting between retryable failures; rethrows the others. */
   async #retrying(step: () => Promise<void>): Promise<void> {
-    const backoff = new Backoff();
+    const backoff = retryBackoff();
     while (!this.#closing) {
       try {
         return await step();
@@ -285,7 +285,7 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
 
   // Hands records over in order and decides when to read the ledger.
   async #pump(): Promise<void> {
-    const backoff = new Backoff();
+    const backoff = retryBackoff();
     let lastRead = 0;
     while (!this.#closing) {
       for (let p = this.#seq.takeNext(); p; p = this.#seq.takeNext()) await this.#emit(p);

@@ -4,8 +4,8 @@
  * A replacement is subscribed before the link it replaces is closed.
  */
 import type { ReceivedGroup } from "../moq/mod.ts";
-import type { Timers } from "../timers/mod.ts";
-import { Backoff, sleep } from "./backoff.ts";
+import { sleep, type Timers } from "../timers/mod.ts";
+import { retryBackoff } from "./backoff.ts";
 import type { CertificateHash, Dialer } from "./dial.ts";
 import { LiveLink } from "./live.ts";
 import type { TokenKeeper } from "./token.ts";
@@ -75,7 +75,7 @@ export class LinkKeeper {
   /** Keeps a link up until the signal aborts. */
   async run(): Promise<void> {
     const o = this.#o;
-    const backoff = new Backoff();
+    const backoff = retryBackoff();
     while (!o.signal.aborted) {
       const link = this.#link ??= this.#open();
       const renewIn = o.tokens.renewAt - Date.now();
@@ -119,7 +119,7 @@ export class LinkKeeper {
   async #move(link: LiveLink, target: URL | undefined): Promise<void> {
     if (target) {
       this.#redirect = target;
-      const backoff = new Backoff();
+      const backoff = retryBackoff();
       for (let i = 0; i < MOVE_TRIES && link.ready && !this.#o.signal.aborted; i++) {
         if (await this.#replace(link)) {
           this.#redirectFailures = 0;

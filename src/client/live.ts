@@ -6,8 +6,7 @@
 import { connect, MoqCode, type MoqSession, type ReceivedGroup, VERSIONS } from "../moq/mod.ts";
 import type { TrackInfo } from "../moq/mod.ts";
 import { errorText } from "../errors/mod.ts";
-import type { Timers } from "../timers/mod.ts";
-import { sleep } from "./backoff.ts";
+import { sleep, type Timers } from "../timers/mod.ts";
 import type { CertificateHash, Dialer } from "./dial.ts";
 
 /**

@@ -1,5 +1,6 @@
 /** Posting and redacting records, retried safely. */
-import { Backoff, sleep } from "./backoff.ts";
+import { retryBackoff } from "./backoff.ts";
+import { sleep } from "../timers/mod.ts";
 import { retryable } from "./errors.ts";
 import { type HttpContext, postRecord, redactRecord } from "./http.ts";
 import { TokenKeeper, type TokenSource } from "./token.ts";
@@ -95,7 +96,7 @@ async function withRetries<T>(
     signal: options.signal,
     ...(options.fetch ? { fetch: options.fetch } : {}),
   };
-  const backoff = new Backoff();
+  const backoff = retryBackoff();
   const attempts = Math.max(1, options.attempts ?? 5);
   for (let n = 1;; n++) {
     try {

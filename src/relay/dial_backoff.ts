@@ -9,6 +9,8 @@
  * @module
  */
 
+import { Backoff } from "../timers/mod.ts";
+
 /** Options of {@linkcode DialBackoff}. */
 export interface DialBackoffOptions {
   /** First wait after a failure, ms (default 1000). */
@@ -25,49 +27,40 @@ export interface DialBackoffOptions {
 
 /** The peer dial schedule: `min(base × 2^n, cap)` ± jitter, reset by a success. */
 export class DialBackoff {
-  readonly #base: number;
-  readonly #cap: number;
-  readonly #jitter: number;
+  readonly #backoff: Backoff;
   readonly #immediate: number;
   readonly #random: () => number;
-  #failures = 0;
 
   /** Makes a schedule with no failures yet. */
   constructor(options: DialBackoffOptions = {}) {
-    this.#base = options.baseMs ?? 1000;
-    this.#cap = options.capMs ?? 30_000;
-    this.#jitter = options.jitter ?? 0.25;
-    this.#immediate = options.immediateMs ?? 100;
     this.#random = options.random ?? Math.random;
-    if (!(this.#base > 0) || !(this.#cap >= this.#base)) {
-      throw new RangeError(`Cannot back off from ${this.#base} ms up to ${this.#cap} ms`);
-    }
-    if (!(this.#jitter >= 0 && this.#jitter < 1)) {
-      throw new RangeError(`Cannot use jitter "${this.#jitter}": outside 0..1`);
-    }
+    this.#backoff = new Backoff({
+      baseMs: options.baseMs ?? 1000,
+      capMs: options.capMs ?? 30_000,
+      jitter: options.jitter ?? 0.25,
+      random: this.#random,
+    });
+    this.#immediate = options.immediateMs ?? 100;
   }
 
   /** Consecutive failed dials since the last success. */
   get failures(): number {
-    return this.#failures;
+    return this.#backoff.failures;
   }
 
   /** A dial failed: the wait before the next attempt, ms. */
   failed(): number {
-    const exponent = Math.min(this.#failures, 30);
-    this.#failures++;
-    const wait = Math.min(this.#base * 2 ** exponent, this.#cap);
-    return Math.round(wait * (1 - this.#jitter + 2 * this.#jitter * this.#random()));
+    return this.#backoff.next();
   }
 
   /** A dial succeeded: the next failure waits the base time again. */
   succeeded(): void {
-    this.#failures = 0;
+    this.#backoff.reset();
   }
 
   /** An established session ended: the delay of the immediate redial, ms (0..immediateMs). */
   ended(): number {
-    this.#failures = 0;
+    this.#backoff.reset();
     return Math.round(this.#immediate * this.#random());
   }
 }

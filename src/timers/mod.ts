@@ -20,3 +20,5 @@ export const systemTimers: Timers = {
 };
 
 export { Deadlines, type DeadlinesOptions } from "./deadlines.ts";
+export { Backoff, type BackoffOptions } from "./backoff.ts";
+export { sleep } from "./sleep.ts";
