@@ -12,6 +12,7 @@ import { testCertificateFiles } from "../tests/support/certs.ts";
 import { dialOurs, seeAnnounced } from "../tests/support/moq.ts";
 import { type LinkShape, startUdpProxy, type UdpProxy } from "../tests/support/udp_proxy.ts";
 import { post, send, startLiveFunnel } from "../tests/support/live_funnel.ts";
+import { sleep } from "../src/timers/mod.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -33,7 +34,6 @@ const SHAPE: LinkShape = {
   reorder: 0.02,
 };
 const seed = Number(values.seed);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 console.debug = () => {}; // @moq/net's request log
 
 interface PathResult {

@@ -7,6 +7,7 @@
 // and how the trickled POSTs were answered.
 import { parseArgs } from "node:util";
 import { startTarget } from "./fuzz/mod.ts";
+import { sleep } from "../src/timers/mod.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -19,7 +20,6 @@ const { values } = parseArgs({
   },
 });
 const encoder = new TextEncoder();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const target = await startTarget("funnel");
 const port = target.httpPort;
 const auth = `authorization: Bearer ${target.jwt.healthy}\r\n`;

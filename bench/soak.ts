@@ -27,6 +27,7 @@ import {
   TRANSPORTS,
 } from "./fuzz/mod.ts";
 import { HEALTHY_PATH, HEALTHY_TRACK } from "./fuzz/target.ts";
+import { sleep } from "../src/timers/mod.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -54,7 +55,6 @@ const counts = {
   refused: Number(values.refused),
   hostile: Number(values.hostile),
 };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 // Well-formed sessions dial the ways among these that carry moq; hostile ones take them all.
 const transports = values.transports.split(",").map((t) => t.trim()) as Transport[];
 for (const t of transports) {

@@ -6,6 +6,7 @@ import { connect, type MoqSession, TrackProducer, VERSIONS } from "../../src/moq
 import { connectQuicSession } from "../../src/transport/quic.ts";
 import { connectWebTransport } from "../../src/transport/webtransport/mod.ts";
 import { HEALTHY_PATH, HEALTHY_TRACK, type Target } from "./target.ts";
+import { sleep } from "../../src/timers/mod.ts";
 
 /** What the healthy pair needs to know of its target (it crosses to a worker). */
 export type HealthyTarget = Pick<Target, "kind" | "moqPort" | "httpPort" | "certSha256" | "jwt">;
@@ -35,8 +36,6 @@ export interface HealthyPair {
   /** Stops publishing, waits for the last groups, and returns the final figures. */
   stop(): Promise<HealthyReport>;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function percentile(sorted: readonly number[], q: number): number {
   if (sorted.length === 0) return NaN;

@@ -11,6 +11,7 @@ import { connectWebTransport } from "../../src/transport/webtransport/mod.ts";
 import { concatBytes, Encoder, encodeVarint } from "../../src/wire/mod.ts";
 import { hostileWebSocket } from "./hostile_ws.ts";
 import type { Target } from "./target.ts";
+import { sleep } from "../../src/timers/mod.ts";
 
 /** A seeded source of randomness (numbers in [0, 1)). */
 export type Rng = () => number;
@@ -38,7 +39,6 @@ export function newTally(): HostileTally {
 
 const int = (rng: Rng, n: number) => Math.floor(rng() * n);
 const pick = <T>(rng: Rng, xs: readonly T[]): T => xs[int(rng, xs.length)]!;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function randomBytes(rng: Rng, max: number): Uint8Array {
   const out = new Uint8Array(int(rng, max) + 1);

@@ -5,6 +5,7 @@ import { generateDevCertificate } from "../../src/certs/mod.ts";
 import { ed25519Thumbprint, signToken } from "../../src/auth/mod.ts";
 import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
 import { relayPid, rssMib } from "../loadgen/proc_stats.ts";
+import { sleep } from "../../src/timers/mod.ts";
 
 /** Which server runs. */
 export type TargetKind = "relay" | "funnel";
@@ -52,8 +53,6 @@ export interface Target {
 export const HEALTHY_PATH = "healthy/feed";
 /** The track the healthy pair uses. */
 export const HEALTHY_TRACK = "data";
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function credentials(
   dir: string,

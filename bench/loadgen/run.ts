@@ -9,6 +9,7 @@ import { type FromWorker, type ToWorker, wallNow, type WorkerReport } from "./pr
 import { type LoadgenOptions, parseLoadgenArgs } from "./args.ts";
 import { cpuTicks, relayPid, rssMib } from "./proc_stats.ts";
 import { bucketQuantile, scrape } from "./relay_scrape.ts";
+import { sleep } from "../../src/timers/mod.ts";
 
 /** The relay URL scheme of each subscriber transport. */
 const SCHEMES = { quic: "moqt:", webtransport: "https:", websocket: "wss:" } as const;
@@ -56,8 +57,6 @@ async function makeCredentials(
     signToken(privateJwk, { scopes: [{ actions: [action], broadcast: { exact: path } }] });
   return { keysFile, publisher: await sign("publish"), subscriber: await sign("subscribe") };
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Thrown out of a run interrupted by SIGINT/SIGTERM (the relay child is still stopped). */
 export class LoadgenAborted extends Error {

@@ -10,8 +10,7 @@ import { stallable } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
 import { assertSameGroups, ledgerEntries, Reader, Sender } from "./_feed.ts";
 import { startServers } from "./_servers.ts";
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from "../../src/timers/mod.ts";
 
 Deno.test("a feed the relay skips forward (it stopped taking groups) gets the skipped records from the ledger", async () => {
   using _q = quiet();

@@ -6,8 +6,7 @@ import { openFeed } from "../../src/client/mod.ts";
 import { quiet } from "../support/quiet.ts";
 import { assertSameGroups, ledgerEntries, Reader, Sender } from "./_feed.ts";
 import { startServers } from "./_servers.ts";
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from "../../src/timers/mod.ts";
 
 Deno.test("the funnel killed and restarted mid-stream (feed on its own listener, native QUIC): every record once, in order", async () => {
   using _q = quiet();
