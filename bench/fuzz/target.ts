@@ -2,7 +2,8 @@
 // so memory can be measured after a collection), with its certificate,
 // credentials and every stderr line collected.
 import { generateDevCertificate } from "../../src/certs/mod.ts";
-import { ed25519Thumbprint, signToken } from "../../src/auth/mod.ts";
+import { signToken } from "../../src/auth/mod.ts";
+import { writeKeySet } from "../support/key_set.ts";
 import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
 import { relayPid, rssMib } from "../loadgen/proc_stats.ts";
 import { sleep } from "../../src/timers/mod.ts";
@@ -57,16 +58,7 @@ export const HEALTHY_TRACK = "data";
 async function credentials(
   dir: string,
 ): Promise<{ keys: string; healthy: string; hostile: string }> {
-  const pair = await crypto.subtle.generateKey("Ed25519", true, [
-    "sign",
-    "verify",
-  ]) as CryptoKeyPair;
-  const jwk = await crypto.subtle.exportKey("jwk", pair.privateKey);
-  const kid = await ed25519Thumbprint(jwk.x!);
-  const publicJwk = { kty: "OKP", crv: "Ed25519", x: jwk.x!, kid };
-  const keys = `${dir}/keys.json`;
-  await Deno.writeTextFile(keys, JSON.stringify({ keys: [publicJwk] }));
-  const privateJwk = { ...publicJwk, d: jwk.d! };
+  const { keysFile: keys, privateJwk } = await writeKeySet(dir);
   const healthy = await signToken(privateJwk, {
     sub: "healthy",
     scopes: [{

@@ -3,7 +3,8 @@ import { generateDevCertificate } from "../../src/certs/mod.ts";
 import { connect, type MoqSession, TrackProducer, VERSIONS } from "../../src/moq/mod.ts";
 import { connectQuicSession } from "../../src/transport/quic.ts";
 import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
-import { ed25519Thumbprint, signToken } from "../../src/auth/mod.ts";
+import { signToken } from "../../src/auth/mod.ts";
+import { writeKeySet } from "../support/key_set.ts";
 import { LatencyHistogram } from "./latency.ts";
 import { type FromWorker, type ToWorker, wallNow, type WorkerReport } from "./protocol.ts";
 import { type LoadgenOptions, parseLoadgenArgs } from "./args.ts";
@@ -43,16 +44,7 @@ async function makeCredentials(
   dir: string,
   path: string,
 ): Promise<{ keysFile: string; publisher: string; subscriber: string }> {
-  const pair = await crypto.subtle.generateKey("Ed25519", true, [
-    "sign",
-    "verify",
-  ]) as CryptoKeyPair;
-  const jwk = await crypto.subtle.exportKey("jwk", pair.privateKey);
-  const kid = await ed25519Thumbprint(jwk.x!);
-  const publicJwk = { kty: "OKP", crv: "Ed25519", x: jwk.x!, kid };
-  const keysFile = `${dir}/keys.json`;
-  await Deno.writeTextFile(keysFile, JSON.stringify({ keys: [publicJwk] }));
-  const privateJwk = { ...publicJwk, d: jwk.d! };
+  const { keysFile, privateJwk } = await writeKeySet(dir);
   const sign = (action: "publish" | "subscribe") =>
     signToken(privateJwk, { scopes: [{ actions: [action], broadcast: { exact: path } }] });
   return { keysFile, publisher: await sign("publish"), subscriber: await sign("subscribe") };
