@@ -22,6 +22,11 @@
  *
  *   deno run -A bench/fanout.ts [--n 10,100,1000] [--transport quic,webtransport]
  *     [--seconds 5] [--size 100] [--overload] [--only raw,relay,listener]
+ *     [--profile DIR]
+ *
+ * With --profile the relay runs with RELAY_PPROF=1 and a CPU profile of it
+ * over the measured window is written to DIR (summarise it with
+ * bench/support/cpuprofile_top.ts).
  */
 import { parseArgs } from "node:util";
 import { generateDevCertificate } from "../src/certs/mod.ts";
@@ -46,6 +51,7 @@ const { values } = parseArgs({
     size: { type: "string", default: "100" },
     overload: { type: "boolean", default: false },
     only: { type: "string", default: "raw,relay,listener" },
+    profile: { type: "string", default: "" },
     // internal: child process roles
     role: { type: "string", default: "bench" },
     port: { type: "string", default: "0" },
@@ -409,6 +415,7 @@ async function measure(
   receivers: Child,
   seconds: number,
   lateSessions: number,
+  during?: () => Promise<void>,
 ): Promise<Result> {
   const ready = await receivers.line();
   console.error(`  receivers ready (${ready.failed} failed)`);
@@ -416,7 +423,9 @@ async function measure(
   await receivers.send("snap");
   const a = await receivers.line() as unknown as Snap;
   if (lateSessions > 0) await receivers.send("late");
+  const alongside = during?.();
   await new Promise((r) => setTimeout(r, seconds * 1000));
+  await alongside;
   await receivers.send("snap");
   const b = await receivers.line() as unknown as Snap;
   // Sessions that connected during the run get up to 10 s more to finish their setup.
@@ -522,7 +531,8 @@ async function benchRole(): Promise<void> {
         // Offer more than the ceiling allows, so delivery is the sender's limit.
         const rate = Math.ceil(raw.perSecond / n * 1.5);
         if (only.has("relay")) {
-          const relay = await mesh.relay(`fanout-${transport}-${n}`);
+          const name = `fanout-${transport}-${n}`;
+          const relay = await mesh.relay(name, [], values.profile ? { RELAY_PPROF: "1" } : {});
           const track = new TrackProducer({ cache: 64 });
           const publisher = await relay.dial({
             maxGroupQueue: 64,
@@ -534,7 +544,14 @@ async function benchRole(): Promise<void> {
           track.writeGroup(seq++, body);
           const rcv = recv(relay.port, "moq", meshHash);
           const stopPace = pace(rate, () => track.writeGroup(seq++, body));
-          const r = await measure(rcv, seconds, late);
+          const profile = values.profile
+            ? async () => {
+              const file = `${values.profile}/${name}.cpuprofile`;
+              await Deno.writeTextFile(file, await relay.profile(seconds));
+              console.error(`  relay profile: ${file}`);
+            }
+            : undefined;
+          const r = await measure(rcv, seconds, late, profile);
           stopPace();
           await rcv.kill();
           publisher.close();

@@ -16,6 +16,8 @@ export interface BenchRelay {
   dial(options?: MoqSessionOptions): Promise<MoqSession>;
   /** The text of /metrics. */
   metrics(): Promise<string>;
+  /** A CPU profile of `seconds` (`.cpuprofile` JSON); the relay must run with RELAY_PPROF=1. */
+  profile(seconds: number): Promise<string>;
   /** SIGTERM, then waits for the exit. */
   stop(): Promise<void>;
 }
@@ -81,6 +83,10 @@ export async function benchMesh(): Promise<BenchMesh> {
           ),
         metrics: async () =>
           await (await fetch(`https://localhost:${port}/metrics`, { client: http })).text(),
+        profile: async (seconds) =>
+          await (await fetch(`https://localhost:${port}/debug/pprof/profile?seconds=${seconds}`, {
+            client: http,
+          })).text(),
         stop: async () => {
           try {
             child.kill("SIGTERM");

@@ -1,3 +1,5 @@
+const NONE: ReadonlyArray<readonly [number, number]> = [];
+
 /**
  * The serving side's account of one subscription's sequences: the highest
  * group sent, and the ranges below it not sent yet. Groups reach a relay
@@ -8,7 +10,10 @@
 export class DeliveryGaps {
   readonly #waitMs: number;
   readonly #clock: () => number;
-  // Open gaps, sorted by start; `since` is when the gap was noticed.
+  // Open gaps, sorted by start; `since` is when the gap was noticed. Gaps
+  // are added at the top, later than every open one, and a split keeps its
+  // gap's time, so `since` never decreases along the list either: the first
+  // gap is always the oldest.
   readonly #gaps: { start: number; end: number; since: number }[] = [];
   #highest = -1;
 
@@ -61,24 +66,17 @@ export class DeliveryGaps {
 
   /** When the oldest open gap turns into a drop, ms on the clock; undefined with none open. */
   nextDeadline(): number | undefined {
-    let since = Infinity;
-    for (const g of this.#gaps) since = Math.min(since, g.since);
-    return since === Infinity ? undefined : since + this.#waitMs;
+    const oldest = this.#gaps[0];
+    return oldest === undefined ? undefined : oldest.since + this.#waitMs;
   }
 
   /** Removes and returns the gaps missing for longer than the wait (all with `all`), as inclusive ranges. */
-  expired(all = false): Array<readonly [number, number]> {
-    if (this.#gaps.length === 0) return [];
+  expired(all = false): ReadonlyArray<readonly [number, number]> {
     const cutoff = all ? Infinity : this.#clock() - this.#waitMs;
-    const out: Array<readonly [number, number]> = [];
-    for (let i = 0; i < this.#gaps.length;) {
-      const g = this.#gaps[i]!;
-      if (g.since <= cutoff) {
-        out.push([g.start, g.end]);
-        this.#gaps.splice(i, 1);
-      } else i++;
-    }
-    return out;
+    let n = 0;
+    while (n < this.#gaps.length && this.#gaps[n]!.since <= cutoff) n++;
+    if (n === 0) return NONE;
+    return this.#gaps.splice(0, n).map((g) => [g.start, g.end] as const);
   }
 
   #add(start: number, end: number): void {

@@ -126,7 +126,7 @@ export async function serveSubscribe(
     sendGroup(core, m.id, group, order).then(sent);
   };
   // Groups we will not send (skipped, never produced, or missing past the wait): tell the subscriber.
-  const writeDrops = async (ranges: Array<readonly [number, number]>): Promise<void> => {
+  const writeDrops = async (ranges: ReadonlyArray<readonly [number, number]>): Promise<void> => {
     if (!v05) return;
     for (const [start, last] of ranges) {
       await w.write(

@@ -164,9 +164,13 @@ class QuicSession implements Session {
 }
 
 // Outgoing streams wait for the peer's stream limit instead of failing on it.
+// A new stream's order is already 0; leaving it out saves Deno an op per stream.
 function openOptions(options: StreamOptions | undefined): Deno.QuicSendStreamOptions {
-  return { sendOrder: options?.sendOrder ?? 0, waitUntilAvailable: true };
+  const order = options?.sendOrder ?? 0;
+  return order === 0 ? WAIT_FOR_CREDIT : { sendOrder: order, waitUntilAvailable: true };
 }
+
+const WAIT_FOR_CREDIT: Deno.QuicSendStreamOptions = { waitUntilAvailable: true };
 
 function setOrder(stream: Deno.QuicSendStream, order: number): void {
   try {
