@@ -17,6 +17,7 @@ import type { SessionCore } from "./core.ts";
 import { DeliveryGaps } from "./delivery_gaps.ts";
 import { LATE_GROUP_WAIT_MS } from "./subscription.ts";
 import { decide, refuse } from "./serve_request.ts";
+import { deliveryTurns } from "./delivery_turns.ts";
 
 /**
  * Largest datagram body sent, bytes: the lite-05 draft's cap, which every
@@ -122,6 +123,8 @@ export async function serveSubscribe(
   };
   const send = async (group: CachedGroup): Promise<void> => {
     while (inflight >= maxInflight) await new Promise<void>((r) => (slotFree = r));
+    const turn = deliveryTurns.wait();
+    if (turn) await turn;
     inflight++;
     sendGroup(core, m.id, group, order).then(sent);
   };

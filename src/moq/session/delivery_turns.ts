@@ -1,0 +1,84 @@
+/**
+ * Delivery in turns, shared by every serving loop of a process (or worker).
+ *
+ * Under overload each loop always has a group ready, and which loop sends
+ * next follows the order in which Deno resolves their stream operations:
+ * some connections then get most of the sending and others almost none.
+ * So once `budgetMs` of delivery has run without the event loop coming
+ * round, a loop that wants to send waits for the next turn, and the
+ * waiting loops resume in the order they stopped. Every subscriber gets
+ * its share, and the rest of the event loop (accepts, control streams) gets
+ * its turn between.
+ *
+ * The turn boundary is Deno's `setImmediate`: it ends the current
+ * event-loop turn without the millisecond or more a zero timer waits, which
+ * would leave the sender idle between turns. A browser (which has no
+ * `setImmediate`, and seldom serves) falls back to a zero timer.
+ */
+/** Longest stretch of delivery in one turn, ms: measured fair at 2, and cheaper than shorter. */
+export const DELIVERY_TURN_MS = 2;
+
+/** Options of {@linkcode DeliveryTurns}; the defaults are the process's clock and turn boundary. */
+export interface DeliveryTurnsOptions {
+  /** Delivery allowed per turn, ms (default {@linkcode DELIVERY_TURN_MS}). */
+  readonly budgetMs?: number;
+  /** Current time, ms (default performance.now). */
+  readonly now?: () => number;
+  /** Calls `fn` once the current event-loop turn is over (default setImmediate). */
+  readonly afterTurn?: (fn: () => void) => void;
+}
+
+/** Turns of bounded delivery; see the module comment. */
+export class DeliveryTurns {
+  readonly #budgetMs: number;
+  readonly #now: () => number;
+  readonly #afterTurn: (fn: () => void) => void;
+  // When the current turn began; -1 when none is running.
+  #start = -1;
+  #waiting: Array<() => void> = [];
+
+  /** Turns of `budgetMs` (default {@linkcode DELIVERY_TURN_MS}). */
+  constructor(options: DeliveryTurnsOptions = {}) {
+    this.#budgetMs = options.budgetMs ?? DELIVERY_TURN_MS;
+    this.#now = options.now ?? (() => performance.now());
+    this.#afterTurn = options.afterTurn ?? afterTurn;
+  }
+
+  /** Loops waiting for the next turn. */
+  get waiting(): number {
+    return this.#waiting.length;
+  }
+
+  /**
+   * Called before each group is sent: undefined to send now, or a promise
+   * that resolves when this loop's turn comes.
+   */
+  wait(): Promise<void> | undefined {
+    if (this.#waiting.length === 0) {
+      const now = this.#now();
+      if (this.#start < 0) {
+        this.#start = now;
+        this.#afterTurn(this.#nextTurn);
+        return undefined;
+      }
+      if (now - this.#start < this.#budgetMs) return undefined;
+    }
+    return new Promise<void>((resolve) => this.#waiting.push(resolve));
+  }
+
+  readonly #nextTurn = (): void => {
+    this.#start = -1;
+    const waiting = this.#waiting;
+    this.#waiting = [];
+    for (const resume of waiting) resume();
+  };
+}
+
+const immediate = (globalThis as { setImmediate?: (fn: () => void) => unknown }).setImmediate;
+const afterTurn = (fn: () => void): void => {
+  if (immediate) immediate(fn);
+  else setTimeout(fn, 0);
+};
+
+/** The turns every serving loop of this process (or worker) shares. */
+export const deliveryTurns: DeliveryTurns = new DeliveryTurns();
