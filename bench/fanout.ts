@@ -10,6 +10,8 @@
  *   3. listener: the funnel's own MoQ listener (its worker) serves one
  *      track fed with committed records at the same rate.
  *
+ * Delivery starts once all N sessions are set up (at N = 1000 the sessions
+ * would otherwise be connecting to a sender already busy with the first ones).
  * Senders and receivers run in separate processes. Receivers read the way
  * a fast client does (BYOB readers, group streams counted without parsing
  * frames), so the ceiling is the sender's. Each figure is groups/s delivered
@@ -116,6 +118,9 @@ async function receiversRole(): Promise<void> {
   const lateSetup: number[] = [];
   let failed = 0;
   const pool: ArrayBuffer[] = [];
+  // Raw sessions wait for "go", so that all N are set up before the sender is busy.
+  const starts: Array<() => Promise<void>> = [];
+  let going = false;
 
   // One group stream, its type byte already read: GROUP header, then the body.
   const count = async (
@@ -206,10 +211,12 @@ async function receiversRole(): Promise<void> {
     highest[i] = 0;
     const session = intercept(i, await dial(transport, port, values.hash));
     if (!moq) {
-      // The raw sender starts on the first bidi stream's byte.
+      // The raw sender starts on the first bidi stream's byte: on "go" for
+      // the steady sessions, at once for the late ones.
       const bidi = await session.openBidi();
       const w = bidi.writable.getWriter();
-      await w.write(new Uint8Array([1]));
+      starts.push(() => w.write(new Uint8Array([1])));
+      if (going) await starts.pop()!();
       return;
     }
     const m = await connect(session, { log: () => {} });
@@ -241,7 +248,10 @@ async function receiversRole(): Promise<void> {
   console.log(JSON.stringify({ ready: true, failed }));
   for await (const line of Deno.stdin.readable.pipeThrough(new TextDecoderStream())) {
     for (const cmd of line.split("\n")) {
-      if (cmd === "snap") {
+      if (cmd === "go") {
+        going = true;
+        await Promise.all(starts.splice(0).map((start) => start()));
+      } else if (cmd === "snap") {
         const snap: Snap = { at: performance.now(), groups, highest, ok, lateSetup, failed };
         console.log(JSON.stringify(snap));
       } else if (cmd === "late") {
@@ -415,10 +425,13 @@ async function measure(
   receivers: Child,
   seconds: number,
   lateSessions: number,
+  start: () => void | Promise<void>,
   during?: () => Promise<void>,
 ): Promise<Result> {
   const ready = await receivers.line();
   console.error(`  receivers ready (${ready.failed} failed)`);
+  // Delivery starts once every session is set up, so setting them up does not compete with it.
+  await start();
   await new Promise((r) => setTimeout(r, 1000)); // warm-up
   await receivers.send("snap");
   const a = await receivers.line() as unknown as Snap;
@@ -524,7 +537,7 @@ async function benchRole(): Promise<void> {
         const sender = spawn(["--role=raw-sender", `--dir=${dir}`, `--size=${size}`]);
         const { port: rawPort } = await sender.line();
         const rr = recv(Number(rawPort), "raw", hash);
-        const raw = await measure(rr, seconds, late);
+        const raw = await measure(rr, seconds, late, () => rr.send("go"));
         await rr.kill();
         await sender.kill();
         report("raw streams (ceiling)", raw, raw.perSecond);
@@ -543,7 +556,8 @@ async function benchRole(): Promise<void> {
           let seq = 0;
           track.writeGroup(seq++, body);
           const rcv = recv(relay.port, "moq", meshHash);
-          const stopPace = pace(rate, () => track.writeGroup(seq++, body));
+          let stopPace = () => {};
+          const startPace = () => void (stopPace = pace(rate, () => track.writeGroup(seq++, body)));
           const profile = values.profile
             ? async () => {
               const file = `${values.profile}/${name}.cpuprofile`;
@@ -551,7 +565,7 @@ async function benchRole(): Promise<void> {
               console.error(`  relay profile: ${file}`);
             }
             : undefined;
-          const r = await measure(rcv, seconds, late, profile);
+          const r = await measure(rcv, seconds, late, startPace, profile);
           stopPace();
           await rcv.kill();
           publisher.close();
@@ -562,8 +576,7 @@ async function benchRole(): Promise<void> {
           const child = spawn(["--role=listener", `--dir=${dir}`, `--size=${size}`]);
           const { port } = await child.line();
           const rcv = recv(Number(port), "moq", hash);
-          await child.send(`rate ${rate}`);
-          const r = await measure(rcv, seconds, late);
+          const r = await measure(rcv, seconds, late, () => child.send(`rate ${rate}`));
           await rcv.kill();
           await child.kill();
           report(`funnel listener (offered ${rate}/s)`, r, raw.perSecond);
