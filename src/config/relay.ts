@@ -41,6 +41,8 @@ export interface RelayConfig {
   readonly corsAllowedOrigins: Setting<readonly string[] | "*">;
   /** RELAY_DATAGRAM_TRACKS: tracks whose single-frame groups go to clients as QUIC datagrams. */
   readonly datagramTracks: Setting<TrackPatterns>;
+  /** RELAY_DELIVERY_TURN_MS: delivery per turn under overload, ms; 0 = no turns. */
+  readonly deliveryTurnMs: Setting<number>;
   /** The garbage-collector resolution. */
   readonly gc: GcResolution;
   /** PEERS, RELAY_PEER_KEY, PEER_CA_FILE, RELAY_NAME, GOAWAY_REDIRECT_URI. */
@@ -55,6 +57,7 @@ export const RELAY_DEFAULTS = {
   GROUP_CACHE_SIZE: 8,
   RELAY_PPROF: false,
   CORS_ALLOWED_ORIGINS: "*",
+  RELAY_DELIVERY_TURN_MS: 5,
 } as const;
 
 /** Options for {@link loadRelayConfig}. */
@@ -131,6 +134,12 @@ export function loadRelayConfig(env: Env, options: LoadRelayConfigOptions = {}):
       new TrackPatterns([]),
       parseTrackPatterns,
       (v) => (v.empty ? "(unset: every group goes on a stream)" : v.toString()),
+    ),
+    deliveryTurnMs: r.setting(
+      "RELAY_DELIVERY_TURN_MS",
+      RELAY_DEFAULTS.RELAY_DELIVERY_TURN_MS,
+      parseIntIn(0, 1000, " ms"),
+      (v) => (v === 0 ? "0 (off: every subscription sends whenever it can)" : `${v} ms`),
     ),
     gc: readGc(r, options.cliV8Flags),
     mesh: readMeshSettings(r, authKeys.value !== undefined),

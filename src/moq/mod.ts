@@ -55,4 +55,9 @@ export { MoqCode, MoqError, type MoqErrorKind } from "./errors.ts";
 export { MoqStats } from "./stats.ts";
 export { type Setup, type TrackInfo, type Version, VERSIONS } from "./codec/messages.ts";
 export { randomHopId } from "./hops.ts";
+export {
+  DELIVERY_TURN_MS,
+  DeliveryTurns,
+  type DeliveryTurnsOptions,
+} from "./session/delivery_turns.ts";
 export { DecodeError } from "../wire/mod.ts";

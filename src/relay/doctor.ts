@@ -114,6 +114,7 @@ export function runDoctor(
         c.pprof,
         c.corsAllowedOrigins,
         c.datagramTracks,
+        c.deliveryTurnMs,
         c.mesh.peers,
         c.mesh.peerKey,
         c.mesh.peerCaFile,

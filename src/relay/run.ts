@@ -113,6 +113,7 @@ export async function runRelay(config: RelayConfig, io: RunRelayIo = {}): Promis
       pprof: config.pprof.value,
       corsAllowedOrigins: config.corsAllowedOrigins.value,
       datagramTracks: config.datagramTracks.value,
+      deliveryTurnMs: config.deliveryTurnMs.value,
       verifier,
       log,
       peers: config.mesh.peers.value,

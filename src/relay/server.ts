@@ -54,6 +54,11 @@ export interface RelayOptions {
    * datagrams instead of streams (default none).
    */
   readonly datagramTracks?: TrackPatterns;
+  /**
+   * RELAY_DELIVERY_TURN_MS: under overload, client subscriptions take turns
+   * of this much delivery so each gets its share (0 or unset: no turns).
+   */
+  readonly deliveryTurnMs?: number;
   /** Credential verifier (SLUICE_AUTH_KEYS); undefined admits every session (with a warning). */
   readonly verifier: Verifier | undefined;
   /** Wall clock in ms (default Date.now). */
@@ -150,6 +155,7 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
     verifier: options.verifier,
     cacheSize: options.groupCacheSize,
     ...(options.datagramTracks ? { datagramTracks: options.datagramTracks } : {}),
+    ...(options.deliveryTurnMs ? { deliveryTurnMs: options.deliveryTurnMs } : {}),
     hopId,
     now,
     // Session lines are caused by peers (refusals, malformed streams): rate-limited,

@@ -5,6 +5,7 @@ import {
   type Announcement,
   Announcer,
   connect,
+  DeliveryTurns,
   MoqCode,
   MoqError,
   type MoqSession,
@@ -36,6 +37,8 @@ export interface RelaySessionsOptions {
   readonly now: () => number;
   /** RELAY_DATAGRAM_TRACKS: tracks whose single-frame groups go to clients as datagrams. */
   readonly datagramTracks?: TrackPatterns;
+  /** RELAY_DELIVERY_TURN_MS: delivery per turn shared by every session's subscriptions (0: no turns). */
+  readonly deliveryTurnMs?: number;
   /** Interval of the session RTT ping in ms (0 disables; default 10000). */
   readonly rttIntervalMs?: number;
   /** Longest wait for session bookkeeping at stop, ms (default 5000). */
@@ -92,11 +95,15 @@ export class RelaySessions {
   readonly #tasks = new Set<Promise<unknown>>();
   readonly #announced = new Map<string, Announcement>();
   readonly #unwatch: () => void;
+  readonly #turns: DeliveryTurns | undefined;
   #refusing = false;
 
   /** Starts mirroring selected routes into the relay's announcer. */
   constructor(options: RelaySessionsOptions) {
     this.#opts = options;
+    this.#turns = options.deliveryTurnMs
+      ? new DeliveryTurns({ budgetMs: options.deliveryTurnMs })
+      : undefined;
     this.#unwatch = options.core.routes.onChange((c) => this.#mirror(c));
     options.metrics.registry.onCollect(() => this.#collect());
   }
@@ -160,6 +167,7 @@ export class RelaySessions {
       announcer: this.announcer,
       origin: o.hopId,
       maxGroupQueue: o.cacheSize,
+      ...(this.#turns ? { deliveryTurns: this.#turns } : {}),
       announceFilter: (path) => {
         const a = admission();
         return a !== undefined && allowed(a, "subscribe", path);

@@ -207,3 +207,20 @@ Deno.test("a bad RELAY_DATAGRAM_TRACKS is refused with a message quoting the ent
     );
   }
 });
+
+Deno.test("RELAY_DELIVERY_TURN_MS: 5 ms by default, 0 turns it off, anything else is refused", () => {
+  const d = loadRelayConfig({});
+  assert.equal(d.deliveryTurnMs.value, 5);
+  assert.equal(d.deliveryTurnMs.source, "default");
+  const off = loadRelayConfig({ RELAY_DELIVERY_TURN_MS: "0" });
+  assert.equal(off.deliveryTurnMs.value, 0);
+  assert.match(off.deliveryTurnMs.display, /off/);
+  assert.equal(loadRelayConfig({ RELAY_DELIVERY_TURN_MS: "20" }).deliveryTurnMs.value, 20);
+  for (const bad of ["-1", "2.5", "fast", "100000"]) {
+    assert.throws(
+      () => loadRelayConfig({ RELAY_DELIVERY_TURN_MS: bad }),
+      (e: unknown) => e instanceof ConfigError && e.variable === "RELAY_DELIVERY_TURN_MS",
+      bad,
+    );
+  }
+});

@@ -48,7 +48,7 @@ export function feedOptions(producer: TrackProducer): MoqSessionOptions {
  * Our moq server serving the feed on a native QUIC listener, and a raw QUIC
  * connection dialled to it for a foreign client library to run on.
  */
-export async function ourFeedServer(version: string): Promise<{
+export async function ourFeedServer(version: string, extra: MoqSessionOptions = {}): Promise<{
   producer: TrackProducer;
   ours: Promise<MoqSession>;
   quic: Deno.QuicConn;
@@ -59,7 +59,7 @@ export async function ourFeedServer(version: string): Promise<{
   const listener = listenQuic({ cert: cert.certPem, key: cert.keyPem, alpn: [version] });
   const producer = new TrackProducer({ cache: 8 });
   const ours = (async () => {
-    for await (const s of listener) return await accept(s, feedOptions(producer));
+    for await (const s of listener) return await accept(s, { ...feedOptions(producer), ...extra });
     throw new Error("listener ended");
   })();
   const quic = await Deno.connectQuic({

@@ -11,7 +11,7 @@ import {
 } from "../../http/mod.ts";
 import { type Logger, rateLimitedLog } from "../../log/mod.ts";
 import { startMemoryTrimmer } from "../../memory/mod.ts";
-import { accept, MoqError, type MoqSession, VERSIONS } from "../../moq/mod.ts";
+import { accept, DeliveryTurns, MoqError, type MoqSession, VERSIONS } from "../../moq/mod.ts";
 import { listen } from "../../transport/listener.ts";
 import { type AdmitWebTransport, isWebSocketUpgrade, type Session } from "../../transport/mod.ts";
 import { admitSubscriber, type CredentialCheck, mayRead } from "./admission.ts";
@@ -82,6 +82,8 @@ export async function startLiveListener(options: LiveListenerOptions): Promise<L
   const trimmer = startMemoryTrimmer();
   const live = new Set<MoqSession>();
   const tasks = new Set<Promise<void>>();
+  // Under overload every subscriber gets its share, and new sessions get set up between turns.
+  const turns = new DeliveryTurns();
   let stopped = false;
 
   const serveSession = async (session: Session): Promise<void> => {
@@ -105,6 +107,7 @@ export async function startLiveListener(options: LiveListenerOptions): Promise<L
           }
         },
         maxGroupQueue: options.maxGroupQueue ?? 32,
+        deliveryTurns: turns,
         ...(options.datagramTracks && !options.datagramTracks.empty
           ? {
             datagrams: (path: string, track: string) =>

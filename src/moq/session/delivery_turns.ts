@@ -1,5 +1,6 @@
 /**
- * Delivery in turns, shared by every serving loop of a process (or worker).
+ * Delivery in turns, shared by every serving loop of a process (or worker)
+ * through the sessions' `deliveryTurns` option.
  *
  * Under overload each loop always has a group ready, and which loop sends
  * next follows the order in which Deno resolves their stream operations:
@@ -79,6 +80,3 @@ const afterTurn = (fn: () => void): void => {
   if (immediate) immediate(fn);
   else setTimeout(fn, 0);
 };
-
-/** The turns every serving loop of this process (or worker) shares. */
-export const deliveryTurns: DeliveryTurns = new DeliveryTurns();

@@ -17,7 +17,6 @@ import type { SessionCore } from "./core.ts";
 import { DeliveryGaps } from "./delivery_gaps.ts";
 import { LATE_GROUP_WAIT_MS } from "./subscription.ts";
 import { decide, refuse } from "./serve_request.ts";
-import { deliveryTurns } from "./delivery_turns.ts";
 
 /**
  * Largest datagram body sent, bytes: the lite-05 draft's cap, which every
@@ -114,6 +113,7 @@ export async function serveSubscribe(
   // instead of racing a set of promises for every group.
   let inflight = 0;
   const maxInflight = Math.max(1, core.options.maxGroupsInFlight ?? 16);
+  const turns = core.options.deliveryTurns;
   let slotFree: (() => void) | undefined;
   const sent = (): void => {
     inflight--;
@@ -123,7 +123,7 @@ export async function serveSubscribe(
   };
   const send = async (group: CachedGroup): Promise<void> => {
     while (inflight >= maxInflight) await new Promise<void>((r) => (slotFree = r));
-    const turn = deliveryTurns.wait();
+    const turn = turns?.wait();
     if (turn) await turn;
     inflight++;
     sendGroup(core, m.id, group, order).then(sent);

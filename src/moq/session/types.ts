@@ -1,5 +1,6 @@
 /** The public shapes of a moq-lite session's options, requests and received groups. */
 import type { TrackProducer } from "../track.ts";
+import type { DeliveryTurns } from "./delivery_turns.ts";
 import type { Announcer } from "../announcer.ts";
 import type { MoqSession } from "./moq_session.ts";
 
@@ -47,6 +48,12 @@ export interface MoqSessionOptions {
   readonly maxBufferedBytes?: number;
   /** Concurrent group streams per served subscription (default 16). */
   readonly maxGroupsInFlight?: number;
+  /**
+   * Turns the served subscriptions share, for fairness under overload: one
+   * instance for all the sessions of a process (default none: every loop
+   * sends whenever it can).
+   */
+  readonly deliveryTurns?: DeliveryTurns;
   /**
    * How long a served subscription waits for a group missing below the
    * highest sent before telling the subscriber it is dropped, ms (default
