@@ -20,11 +20,18 @@
  * With --overload the report also gives, per run, each session's delivered
  * rate (min / median / max), how the skipped groups are spread over the
  * sessions, and whether sessions that connect while the sender is saturated
- * finish their setup (SETUP and SUBSCRIBE answered).
+ * finish their setup (SETUP and SUBSCRIBE answered); those connect from a
+ * process of their own, so their setup time is not that of a process busy
+ * receiving.
  *
  *   deno run -A bench/fanout.ts [--n 10,100,1000] [--transport quic,webtransport]
  *     [--seconds 5] [--size 100] [--overload] [--only raw,relay,listener]
- *     [--profile DIR]
+ *     [--warmup 2] [--profile DIR]
+ *
+ * `--only` may add `raw-turns`: the bare sender again, taking delivery turns
+ * the way the serving loops do (what turns cost, and whether they make a
+ * bare sender fair). The relay takes its turns per RELAY_DELIVERY_TURN_MS
+ * from this environment (0 turns them off).
  *
  * With --profile the relay runs with RELAY_PPROF=1 and a CPU profile of it
  * over the measured window is written to DIR (summarise it with
@@ -42,6 +49,7 @@ import type { RecvStream, Session } from "../src/transport/session.ts";
 import { connectWebTransport } from "../src/transport/webtransport/mod.ts";
 import { decodeVarint } from "../src/wire/mod.ts";
 import { encodeGroupStreamHeader } from "../src/moq/codec/messages.ts";
+import { DeliveryTurns } from "../src/moq/session/delivery_turns.ts";
 import { benchMesh } from "./support/relay_processes.ts";
 
 const { values } = parseArgs({
@@ -54,6 +62,8 @@ const { values } = parseArgs({
     overload: { type: "boolean", default: false },
     only: { type: "string", default: "raw,relay,listener" },
     profile: { type: "string", default: "" },
+    warmup: { type: "string", default: "2" },
+    turns: { type: "boolean", default: false },
     // internal: child process roles
     role: { type: "string", default: "bench" },
     port: { type: "string", default: "0" },
@@ -271,6 +281,8 @@ async function receiversRole(): Promise<void> {
 
 /** Child: accepts connections and sends one uni stream per group to each, as fast as it can. */
 async function rawSenderRole(): Promise<void> {
+  // With --turns the bare sender takes turns the way the serving loops do.
+  const turns = values.turns ? new DeliveryTurns() : undefined;
   const dir = values.dir;
   const server = await listen({
     protocols: [PROTOCOL],
@@ -296,6 +308,8 @@ async function rawSenderRole(): Promise<void> {
         bytes.set(header);
         bytes.set(body, header.length);
         try {
+          const turn = turns?.wait();
+          if (turn) await turn;
           const s = await session.openUni();
           const w = s.writable.getWriter();
           await w.write(bytes);
@@ -423,30 +437,35 @@ interface Result {
 
 async function measure(
   receivers: Child,
+  lateReceivers: Child | undefined,
   seconds: number,
-  lateSessions: number,
   start: () => void | Promise<void>,
   during?: () => Promise<void>,
 ): Promise<Result> {
   const ready = await receivers.line();
+  if (lateReceivers) await lateReceivers.line();
   console.error(`  receivers ready (${ready.failed} failed)`);
   // Delivery starts once every session is set up, so setting them up does not compete with it.
   await start();
-  await new Promise((r) => setTimeout(r, 1000)); // warm-up
+  await new Promise((r) => setTimeout(r, Number(values.warmup) * 1000)); // warm-up
   await receivers.send("snap");
   const a = await receivers.line() as unknown as Snap;
-  if (lateSessions > 0) await receivers.send("late");
+  if (lateReceivers) {
+    await lateReceivers.send("go");
+    await lateReceivers.send("late");
+  }
   const alongside = during?.();
   await new Promise((r) => setTimeout(r, seconds * 1000));
   await alongside;
   await receivers.send("snap");
   const b = await receivers.line() as unknown as Snap;
   // Sessions that connected during the run get up to 10 s more to finish their setup.
-  let late = b.lateSetup;
-  for (let t = 0; t < 20 && late.some((x) => x < 0); t++) {
+  let late: number[] = [];
+  for (let t = 0; lateReceivers && t <= 20; t++) {
+    await lateReceivers.send("snap");
+    late = (await lateReceivers.line() as unknown as Snap).lateSetup;
+    if (!late.some((x) => x < 0)) break;
     await new Promise((r) => setTimeout(r, 500));
-    await receivers.send("snap");
-    late = (await receivers.line() as unknown as Snap).lateSetup;
   }
   const dt = (b.at - a.at) / 1000;
   const n = a.groups.length;
@@ -522,25 +541,54 @@ async function benchRole(): Promise<void> {
     for (const transport of transports) {
       for (const n of ns) {
         const late = overload ? Math.max(5, Math.round(n / 10)) : 0;
-        const recv = (port: number, kind: string, h: string) =>
+        // The N steady sessions in one process; with --overload the late ones in another, so
+        // their setup time is the sender's, not that of a process busy receiving.
+        const spawnReceivers = (
+          port: number,
+          kind: string,
+          h: string,
+          count: number,
+          more: number,
+        ) =>
           spawn([
             "--role=receivers",
             `--transport=${transport}`,
             `--port=${port}`,
             `--hash=${h}`,
-            `--n=${n}`,
+            `--n=${count}`,
             `--kind=${kind}`,
-            `--late=${late}`,
+            `--late=${more}`,
           ]);
+        const recv = (port: number, kind: string, h: string) => {
+          const steady = spawnReceivers(port, kind, h, n, 0);
+          const lateOnes = late > 0 ? spawnReceivers(port, kind, h, 0, late) : undefined;
+          return {
+            steady,
+            late: lateOnes,
+            kill: async () => {
+              await steady.kill();
+              await lateOnes?.kill();
+            },
+          };
+        };
         console.log(`\n${transport}, ${n} subscribers, ${size} B groups, ${seconds} s:`);
         // 1. raw ceiling
         const sender = spawn(["--role=raw-sender", `--dir=${dir}`, `--size=${size}`]);
         const { port: rawPort } = await sender.line();
         const rr = recv(Number(rawPort), "raw", hash);
-        const raw = await measure(rr, seconds, late, () => rr.send("go"));
+        const raw = await measure(rr.steady, rr.late, seconds, () => rr.steady.send("go"));
         await rr.kill();
         await sender.kill();
         report("raw streams (ceiling)", raw, raw.perSecond);
+        if (only.has("raw-turns")) {
+          const fair = spawn(["--role=raw-sender", `--dir=${dir}`, `--size=${size}`, "--turns"]);
+          const { port: fairPort } = await fair.line();
+          const fr = recv(Number(fairPort), "raw", hash);
+          const r = await measure(fr.steady, fr.late, seconds, () => fr.steady.send("go"));
+          await fr.kill();
+          await fair.kill();
+          report("raw streams, in turns", r, raw.perSecond);
+        }
         // Offer more than the ceiling allows, so delivery is the sender's limit.
         const rate = Math.ceil(raw.perSecond / n * 1.5);
         if (only.has("relay")) {
@@ -565,7 +613,7 @@ async function benchRole(): Promise<void> {
               console.error(`  relay profile: ${file}`);
             }
             : undefined;
-          const r = await measure(rcv, seconds, late, startPace, profile);
+          const r = await measure(rcv.steady, rcv.late, seconds, startPace, profile);
           stopPace();
           await rcv.kill();
           publisher.close();
@@ -576,7 +624,7 @@ async function benchRole(): Promise<void> {
           const child = spawn(["--role=listener", `--dir=${dir}`, `--size=${size}`]);
           const { port } = await child.line();
           const rcv = recv(Number(port), "moq", hash);
-          const r = await measure(rcv, seconds, late, () => child.send(`rate ${rate}`));
+          const r = await measure(rcv.steady, rcv.late, seconds, () => child.send(`rate ${rate}`));
           await rcv.kill();
           await child.kill();
           report(`funnel listener (offered ${rate}/s)`, r, raw.perSecond);
