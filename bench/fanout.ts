@@ -26,7 +26,7 @@
  *
  *   deno run -A bench/fanout.ts [--n 10,100,1000] [--transport quic,webtransport]
  *     [--seconds 5] [--size 100] [--overload] [--only raw,relay,listener]
- *     [--warmup 2] [--profile DIR]
+ *     [--warmup 2] [--offer R] [--profile DIR]
  *
  * `--only` may add `raw-turns`: the bare sender again, taking delivery turns
  * the way the serving loops do (what turns cost, and whether they make a
@@ -64,6 +64,7 @@ const { values } = parseArgs({
     profile: { type: "string", default: "" },
     warmup: { type: "string", default: "2" },
     turns: { type: "boolean", default: false },
+    offer: { type: "string", default: "" },
     // internal: child process roles
     role: { type: "string", default: "bench" },
     port: { type: "string", default: "0" },
@@ -590,7 +591,8 @@ async function benchRole(): Promise<void> {
           report("raw streams, in turns", r, raw.perSecond);
         }
         // Offer more than the ceiling allows, so delivery is the sender's limit.
-        const rate = Math.ceil(raw.perSecond / n * 1.5);
+        // (--offer sets it per subscriber instead, where the bare sender is not a ceiling.)
+        const rate = values.offer ? Number(values.offer) : Math.ceil(raw.perSecond / n * 1.5);
         if (only.has("relay")) {
           const name = `fanout-${transport}-${n}`;
           const relay = await mesh.relay(name, [], values.profile ? { RELAY_PPROF: "1" } : {});
