@@ -40,7 +40,7 @@
 import { parseArgs } from "node:util";
 import { generateDevCertificate } from "../src/certs/mod.ts";
 import { type LedgerEntry, parseTrackPath } from "../src/ledger/mod.ts";
-import { connect, TrackProducer } from "../src/moq/mod.ts";
+import { connect, DeliveryTurns, TrackProducer } from "../src/moq/mod.ts";
 import { startWorkerListener } from "../src/funnel/live/worker_listener.ts";
 import { SAME_ORIGIN_ONLY } from "../src/http/cors.ts";
 import { listen } from "../src/transport/listener.ts";
@@ -49,7 +49,7 @@ import type { RecvStream, Session } from "../src/transport/session.ts";
 import { connectWebTransport } from "../src/transport/webtransport/mod.ts";
 import { decodeVarint } from "../src/wire/mod.ts";
 import { encodeGroupStreamHeader } from "../src/moq/codec/messages.ts";
-import { DeliveryTurns } from "../src/moq/session/delivery_turns.ts";
+
 import { benchMesh } from "./support/relay_processes.ts";
 
 const { values } = parseArgs({
