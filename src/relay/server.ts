@@ -55,7 +55,7 @@ export interface RelayOptions {
    */
   readonly datagramTracks?: TrackPatterns;
   /**
-   * RELAY_DELIVERY_TURN_MS: under overload, client subscriptions take turns
+   * RELAY_DELIVERY_TURN_MS: under overload, subscriptions (clients and peers) take turns
    * of this much delivery so each gets its share (0 or unset: no turns).
    */
   readonly deliveryTurnMs?: number;
