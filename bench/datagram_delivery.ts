@@ -19,6 +19,7 @@ import { LatencyHistogram } from "./loadgen/latency.ts";
 import { cpuTicks, relayPid } from "./loadgen/proc_stats.ts";
 import { type FromWorker, wallNow } from "./loadgen/protocol.ts";
 import { benchMesh, waitFor } from "./support/relay_processes.ts";
+import { sleep } from "../src/timers/mod.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -58,7 +59,7 @@ async function rawCeiling(ms: number): Promise<{ sent: number; received: number 
     for (let i = 0; i < 256; i++) await client.sendDatagram!(payload);
     sent += 256;
   }
-  await new Promise((r) => setTimeout(r, 200)); // the last ones in flight
+  await sleep(200); // the last ones in flight
   const got = received;
   client.close(0, "");
   server.close(0, "");
@@ -143,19 +144,19 @@ async function run(mode: "stream" | "datagram", rate: number): Promise<Result> {
     timer = setInterval(() => {
       for (let i = 0; i < perTick; i++) send();
     }, (1000 * perTick) / rate);
-    await new Promise((r) => setTimeout(r, 1500)); // settle
+    await sleep(1500); // settle
     const before = await relay.metrics();
     const from = seq + 1;
     for (const w of workers) w.postMessage({ type: "window", from, to: undefined });
     const marks = reports.map((r) => r.length);
     const cpu0 = cpuTicks(pid);
     const started = performance.now();
-    await new Promise((r) => setTimeout(r, seconds * 1000));
+    await sleep(seconds * 1000);
     const to = seq;
     const elapsed = (performance.now() - started) / 1000;
     const cpu = cpuTicks(pid) - cpu0;
     for (const w of workers) w.postMessage({ type: "window", from, to });
-    await new Promise((r) => setTimeout(r, 1500)); // late groups of the window
+    await sleep(1500); // late groups of the window
     clearInterval(timer);
     // A fresh report from each worker, so the counts include the window's last groups.
     const counts = reports.map((r) => r.length);
@@ -188,7 +189,7 @@ async function run(mode: "stream" | "datagram", rate: number): Promise<Result> {
     };
   } finally {
     for (const w of workers) w.postMessage({ type: "stop" });
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     for (const w of workers) w.terminate();
     await mesh.close();
   }

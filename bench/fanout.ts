@@ -51,6 +51,7 @@ import { decodeVarint } from "../src/wire/mod.ts";
 import { encodeGroupStreamHeader } from "../src/moq/codec/messages.ts";
 
 import { benchMesh } from "./support/relay_processes.ts";
+import { sleep } from "../src/timers/mod.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -237,7 +238,7 @@ async function receiversRole(): Promise<void> {
         await sub.ready;
         return;
       } catch {
-        await new Promise((r) => setTimeout(r, 50)); // not announced yet
+        await sleep(50); // not announced yet
       }
     }
   };
@@ -271,7 +272,7 @@ async function receiversRole(): Promise<void> {
           lateSetup[k] = -1;
           const t0 = performance.now();
           open(i).then(() => (lateSetup[k] = performance.now() - t0), () => {});
-          await new Promise((r) => setTimeout(r, 1000 / late));
+          await sleep(1000 / late);
         }
       } else if (cmd === "exit") Deno.exit(0);
     }
@@ -448,7 +449,7 @@ async function measure(
   console.error(`  receivers ready (${ready.failed} failed)`);
   // Delivery starts once every session is set up, so setting them up does not compete with it.
   await start();
-  await new Promise((r) => setTimeout(r, Number(values.warmup) * 1000)); // warm-up
+  await sleep(Number(values.warmup) * 1000); // warm-up
   await receivers.send("snap");
   const a = await receivers.line() as unknown as Snap;
   if (lateReceivers) {
@@ -456,7 +457,7 @@ async function measure(
     await lateReceivers.send("late");
   }
   const alongside = during?.();
-  await new Promise((r) => setTimeout(r, seconds * 1000));
+  await sleep(seconds * 1000);
   await alongside;
   await receivers.send("snap");
   const b = await receivers.line() as unknown as Snap;
@@ -466,7 +467,7 @@ async function measure(
     await lateReceivers.send("snap");
     late = (await lateReceivers.line() as unknown as Snap).lateSetup;
     if (!late.some((x) => x < 0)) break;
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
   }
   const dt = (b.at - a.at) / 1000;
   const n = a.groups.length;

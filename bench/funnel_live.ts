@@ -17,6 +17,7 @@ import { generateDevCertificate } from "../src/certs/mod.ts";
 import { connect, type MoqSession, VERSIONS } from "../src/moq/mod.ts";
 import { connectQuicSession } from "../src/transport/quic.ts";
 import { freeUdpTcpPort } from "../src/transport/free_port.ts";
+import { sleep } from "../src/timers/mod.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -66,7 +67,7 @@ async function subscriberRole(): Promise<void> {
         try {
           await sub.ready;
         } catch {
-          await new Promise((r) => setTimeout(r, 50)); // not announced on the relay yet
+          await sleep(50); // not announced on the relay yet
           continue;
         }
         (async () => {
@@ -265,10 +266,10 @@ async function run(via: "listener" | "relay", dir: string): Promise<void> {
         inflight.add(p);
         p.finally(() => inflight.delete(p));
       }
-      await new Promise((r) => setTimeout(r, 1));
+      await sleep(1);
     }
     await Promise.all(inflight);
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     await subs.write("report\n");
     const report = JSON.parse((await subs.waitFor(/^REPORT (.*)$/))[1]!);
     const expected = (total - firstMeasured + 1) * n;

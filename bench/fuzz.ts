@@ -17,6 +17,7 @@ import {
   type Transport,
   TRANSPORTS,
 } from "./fuzz/mod.ts";
+import { sleep } from "../src/timers/mod.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -72,10 +73,10 @@ const progress = setInterval(() => {
 await Promise.all(Array.from({ length: concurrency }, (_, w) => worker(w)));
 clearInterval(progress);
 const elapsed = (performance.now() - started) / 1000;
-await new Promise((r) => setTimeout(r, 2000)); // hostile sessions' last streams settle
+await sleep(2000); // hostile sessions' last streams settle
 const h = await healthy.stop();
 // Sockets of hostile peers must be gone: the close timeout (1 s) and QUIC's idle timeout (5 s) have passed.
-await new Promise((r) => setTimeout(r, 6000));
+await sleep(6000);
 const fdsEnd = (await target.gc()).fds;
 const hostileLines = target.lines.slice(startupLines).filter((l) => !l.startsWith("gc-host"));
 const result = {

@@ -10,6 +10,7 @@ import { TrackProducer } from "../src/moq/mod.ts";
 import { LatencyHistogram } from "./loadgen/latency.ts";
 import { type FromWorker, wallNow } from "./loadgen/protocol.ts";
 import { benchMesh, type BenchRelay, waitFor } from "./support/relay_processes.ts";
+import { sleep } from "../src/timers/mod.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -96,14 +97,14 @@ async function run(layout: "one relay" | "two meshed relays"): Promise<Result> {
     );
     clearInterval(timer);
     timer = setInterval(send, 1000 / rate);
-    await new Promise((r) => setTimeout(r, 2000)); // settle
+    await sleep(2000); // settle
     const from = seq + 1;
     for (const w of workers) w.postMessage({ type: "window", from, to: undefined });
     const marks = reports.map((r) => r.length);
-    await new Promise((r) => setTimeout(r, seconds * 1000));
+    await sleep(seconds * 1000);
     const to = seq;
     for (const w of workers) w.postMessage({ type: "window", from, to });
-    await new Promise((r) => setTimeout(r, 1500)); // late groups of the window
+    await sleep(1500); // late groups of the window
     clearInterval(timer);
     const latency = new LatencyHistogram();
     let received = 0;
@@ -139,7 +140,7 @@ async function run(layout: "one relay" | "two meshed relays"): Promise<Result> {
     for (const w of workers) {
       w.postMessage({ type: "stop" });
     }
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     for (const w of workers) w.terminate();
     await mesh.close();
   }

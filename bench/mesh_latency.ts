@@ -10,6 +10,7 @@ import { TrackProducer } from "../src/moq/mod.ts";
 import { LatencyHistogram } from "./loadgen/latency.ts";
 import { sentAt, wallNow } from "./loadgen/protocol.ts";
 import { benchMesh, type BenchRelay, waitFor } from "./support/relay_processes.ts";
+import { sleep } from "../src/timers/mod.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -61,9 +62,9 @@ try {
     track.writeGroup(++seq, payload);
   };
   const timer = setInterval(send, 1000 / rate);
-  await new Promise((r) => setTimeout(r, 2000)); // warm-up: the chain subscribes, JIT settles
+  await sleep(2000); // warm-up: the chain subscribes, JIT settles
   measuring = true;
-  await new Promise((r) => setTimeout(r, seconds * 1000));
+  await sleep(seconds * 1000);
   measuring = false;
   clearInterval(timer);
   const rows = DEPTHS.map((d) => {

@@ -19,6 +19,7 @@ import { spawnRelay } from "../tests/support/relay_process.ts";
 import { startTcpProxy } from "../tests/support/tcp_proxy.ts";
 import { LatencyHistogram } from "./loadgen/latency.ts";
 import { relayPid, rssMib } from "./loadgen/proc_stats.ts";
+import { sleep } from "../src/timers/mod.ts";
 
 function arg(name: string, fallback: number): number {
   const i = Deno.args.indexOf(`--${name}`);
@@ -48,7 +49,7 @@ async function run(slow: number): Promise<Outcome> {
     KEY_FILE: files.key,
   });
   while (!relay.lines.some((l) => l.includes("relay: listening"))) {
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
   }
   const pid = relayPid(relay.child.pid);
   const proxy = startTcpProxy("127.0.0.1", port);
@@ -93,9 +94,9 @@ async function run(slow: number): Promise<Outcome> {
       rss.push(rssMib(pid));
       nextSample += 1000;
     }
-    await new Promise((r) => setTimeout(r, Math.max(0, due - performance.now())));
+    await sleep(Math.max(0, due - performance.now()));
   }
-  await new Promise((r) => setTimeout(r, 500));
+  await sleep(500);
   rss.push(rssMib(pid));
   const http = Deno.createHttpClient({ caCerts: [cert.certPem] });
   const metrics = await (await fetch(`https://localhost:${port}/metrics`, { client: http })).text();

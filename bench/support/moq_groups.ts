@@ -7,6 +7,7 @@
 import { accept, connect, type MoqSession, TrackProducer } from "../../src/moq/mod.ts";
 import type { Session } from "../../src/transport/mod.ts";
 import { LatencyHistogram } from "../loadgen/latency.ts";
+import { sleep } from "../../src/timers/mod.ts";
 
 /** Result of one measured run. */
 export interface Figures {
@@ -119,7 +120,7 @@ export async function moqLatency(
   })();
   for (let seq = 1; seq <= count; seq++) {
     track.writeGroup(seq, stamped());
-    await new Promise((r) => setTimeout(r, intervalMs));
+    await sleep(intervalMs);
   }
   await reader;
   await it.return?.();

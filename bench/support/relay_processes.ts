@@ -4,6 +4,7 @@ import { type DevCertificate, generateDevCertificate } from "../../src/certs/mod
 import { connect, type MoqSession, type MoqSessionOptions, VERSIONS } from "../../src/moq/mod.ts";
 import { connectQuicSession } from "../../src/transport/mod.ts";
 import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
+import { sleep } from "../../src/timers/mod.ts";
 
 const CLI = new URL("../../src/cli.ts", import.meta.url).pathname;
 
@@ -67,7 +68,7 @@ export async function benchMesh(): Promise<BenchMesh> {
       })();
       for (let i = 0; !log.some((l) => l.includes("relay: listening")); i++) {
         if (i > 600) throw new Error(`Relay ${name} did not start:\n${log.join("\n")}`);
-        await new Promise((r) => setTimeout(r, 20));
+        await sleep(20);
       }
       const relay: BenchRelay = {
         port,
@@ -117,6 +118,6 @@ export async function waitFor(
   const until = Date.now() + ms;
   while (!(await cond())) {
     if (Date.now() > until) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
   }
 }
