@@ -52,6 +52,7 @@ import { encodeGroupStreamHeader } from "../src/moq/codec/messages.ts";
 
 import { benchMesh } from "./support/relay_processes.ts";
 import { sleep } from "../src/timers/mod.ts";
+import { quantile } from "./support/quantile.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -486,9 +487,9 @@ async function measure(
   };
 }
 
-function quantile(xs: number[], q: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? 0;
+// Of unsorted `xs`; 0 when there are none.
+function quantileOf(xs: number[], q: number): number {
+  return xs.length === 0 ? 0 : quantile([...xs].sort((a, b) => a - b), q);
 }
 
 async function benchRole(): Promise<void> {
@@ -506,7 +507,7 @@ async function benchRole(): Promise<void> {
   const meshHash = btoa(String.fromCharCode(...mesh.cert.sha256));
   const rows: string[] = [];
   const report = (label: string, r: Result, raw: number) => {
-    const median = quantile(r.sessions, 0.5);
+    const median = quantileOf(r.sessions, 0.5);
     const min = Math.min(...r.sessions);
     const skipTotal = r.skips.reduce((a, b) => a + b, 0);
     let line = `${label.padEnd(34)} ${r.perSecond.toFixed(0).padStart(8)} groups/s  ratio ${
@@ -521,7 +522,7 @@ async function benchRole(): Promise<void> {
       })`;
       if (skipTotal > 0) {
         line += `; skips ${skipTotal}, per session min ${Math.min(...r.skips)} / median ${
-          quantile(r.skips, 0.5)
+          quantileOf(r.skips, 0.5)
         } / max ${Math.max(...r.skips)}`;
       }
       if (r.late.length > 0) {
@@ -530,7 +531,7 @@ async function benchRole(): Promise<void> {
           `\n    sessions connecting during the run: ${done.length}/${r.late.length} set up ` +
           `within 10 s of the window's end` +
           (done.length
-            ? `, setup p50 ${quantile(done, 0.5).toFixed(0)} ms max ${
+            ? `, setup p50 ${quantileOf(done, 0.5).toFixed(0)} ms max ${
               Math.max(...done).toFixed(0)
             } ms`
             : "");

@@ -10,6 +10,7 @@ import { PostgresBackend } from "../src/ledger/postgres.ts";
 import { S3Backend } from "../src/ledger/s3.ts";
 import { dropTable, findPostgres, freshTableName } from "../tests/support/postgres.ts";
 import { startS3rver } from "../tests/support/s3rver.ts";
+import { quantile } from "./support/quantile.ts";
 
 const SENDERS = 64;
 const seconds = Number(Deno.args[0] ?? 3);
@@ -49,8 +50,7 @@ async function load(name: string, backend: LedgerBackend): Promise<Result> {
   const elapsed = (performance.now() - start) / 1000;
   await ledger.close();
   latencies.sort((a, b) => a - b);
-  const pick = (q: number): number =>
-    latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
+  const pick = (q: number): number => quantile(latencies, q);
   return {
     backend: name,
     records: latencies.length,

@@ -13,6 +13,7 @@ import { dialOurs, seeAnnounced } from "../tests/support/moq.ts";
 import { type LinkShape, startUdpProxy, type UdpProxy } from "../tests/support/udp_proxy.ts";
 import { post, send, startLiveFunnel } from "../tests/support/live_funnel.ts";
 import { sleep } from "../src/timers/mod.ts";
+import { quantileTenth } from "./support/quantile.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -42,11 +43,6 @@ interface PathResult {
   lost: number;
   latency_ms: { p50: number; p90: number; p99: number; max: number };
   link: UdpProxy["counts"][];
-}
-
-function quantile(sorted: number[], q: number): number {
-  if (sorted.length === 0) return NaN;
-  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! * 10) / 10;
 }
 
 /** Posts RECORDS records at RATE/s and measures their arrival on `sub`. */
@@ -99,10 +95,10 @@ async function measure(
     records: acked.size,
     lost,
     latency_ms: {
-      p50: quantile(latencies, 0.5),
-      p90: quantile(latencies, 0.9),
-      p99: quantile(latencies, 0.99),
-      max: quantile(latencies, 1),
+      p50: quantileTenth(latencies, 0.5),
+      p90: quantileTenth(latencies, 0.9),
+      p99: quantileTenth(latencies, 0.99),
+      max: quantileTenth(latencies, 1),
     },
     link: proxies.map((p) => p.counts),
   };

@@ -7,6 +7,7 @@ import { connectQuicSession } from "../../src/transport/quic.ts";
 import { connectWebTransport } from "../../src/transport/webtransport/mod.ts";
 import { HEALTHY_PATH, HEALTHY_TRACK, type Target } from "./target.ts";
 import { sleep } from "../../src/timers/mod.ts";
+import { quantileTenth } from "../support/quantile.ts";
 
 /** What the healthy pair needs to know of its target (it crosses to a worker). */
 export type HealthyTarget = Pick<Target, "kind" | "moqPort" | "httpPort" | "certSha256" | "jwt">;
@@ -35,11 +36,6 @@ export interface HealthyPair {
   report(): HealthyReport;
   /** Stops publishing, waits for the last groups, and returns the final figures. */
   stop(): Promise<HealthyReport>;
-}
-
-function percentile(sorted: readonly number[], q: number): number {
-  if (sorted.length === 0) return NaN;
-  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! * 10) / 10;
 }
 
 async function dialSubscriber(target: HealthyTarget, webTransport: boolean): Promise<MoqSession> {
@@ -158,9 +154,9 @@ export async function runHealthyPair(target: HealthyTarget, intervalMs = 50): Pr
       missing,
       longestGapMs: Math.round(Math.max(longestGap, running ? performance.now() - lastArrival : 0)),
       latencyMs: {
-        p50: percentile(sorted, 0.5),
-        p99: percentile(sorted, 0.99),
-        max: percentile(sorted, 1),
+        p50: quantileTenth(sorted, 0.5),
+        p99: quantileTenth(sorted, 0.99),
+        max: quantileTenth(sorted, 1),
       },
       clientSkipped: sub.skipped,
       errors: [...errors],
