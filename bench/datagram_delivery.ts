@@ -16,7 +16,7 @@ import { TrackProducer } from "../src/moq/mod.ts";
 import { connectQuicSession, listenQuic } from "../src/transport/quic.ts";
 import { generateDevCertificate } from "../src/certs/mod.ts";
 import { LatencyHistogram } from "./loadgen/latency.ts";
-import { cpuTicks, relayPid } from "./loadgen/proc_stats.ts";
+import { CLOCK_TICKS_PER_SECOND, cpuTicks, relayPid } from "./loadgen/proc_stats.ts";
 import { type FromWorker, wallNow } from "./loadgen/protocol.ts";
 import { benchMesh, waitFor } from "./support/relay_processes.ts";
 import { sleep } from "../src/timers/mod.ts";
@@ -172,7 +172,6 @@ async function run(mode: "stream" | "datagram", rate: number): Promise<Result> {
     const due = written * sessions;
     publisher.close();
     const diff = (name: string) => metric(after, name) - metric(before, name);
-    const ticksPerSecond = 100; // Linux USER_HZ
     return {
       mode,
       rate: Math.round(written / elapsed),
@@ -183,7 +182,7 @@ async function run(mode: "stream" | "datagram", rate: number): Promise<Result> {
       p50: latency.quantile(0.5),
       p99: latency.quantile(0.99),
       // Relay CPU per 1000 groups it delivered in the window, ms.
-      cpuPerKilo: received > 0 ? ((cpu / ticksPerSecond) * 1000) / (received / 1000) : NaN,
+      cpuPerKilo: received > 0 ? ((cpu / CLOCK_TICKS_PER_SECOND) * 1000) / (received / 1000) : NaN,
       datagrams: diff("sluice_relay_datagram_groups_total"),
       repeats: diff("sluice_relay_datagram_tail_repeats_total"),
     };

@@ -23,7 +23,7 @@
 import { exportJWK, generateKeyPair } from "jose";
 import { parseArgs } from "node:util";
 import { createSigner, ed25519Thumbprint } from "../src/auth/mod.ts";
-import { cpuTicks } from "./loadgen/proc_stats.ts";
+import { CLOCK_TICKS_PER_SECOND, cpuTicks } from "./loadgen/proc_stats.ts";
 import { loadGeneratorName, postLoad, spawnListening } from "./support/post_load.ts";
 
 const { values } = parseArgs({
@@ -44,8 +44,6 @@ const BARE = new URL("./support/bare_server.ts", import.meta.url).pathname;
 const THREADED = new URL("./support/ingest_threads/server.ts", import.meta.url).pathname;
 const PATH = "/tracks/bench/room/chat";
 const BODY = '{"kind":"reaction","emoji":"👍","at":1234567890}';
-// Linux's USER_HZ, the unit of /proc/<pid>/stat times.
-const CLOCK_TICKS_PER_SECOND = 100;
 const PORT_LINE = /(?:listening |Ingest: http:\/\/127\.0\.0\.1:)(\d+)/;
 
 async function measure(

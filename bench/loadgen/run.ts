@@ -8,7 +8,7 @@ import { writeKeySet } from "../support/key_set.ts";
 import { LatencyHistogram } from "./latency.ts";
 import { type FromWorker, type ToWorker, wallNow, type WorkerReport } from "./protocol.ts";
 import { type LoadgenOptions, parseLoadgenArgs } from "./args.ts";
-import { cpuTicks, relayPid, rssMib } from "./proc_stats.ts";
+import { CLOCK_TICKS_PER_SECOND, cpuTicks, relayPid, rssMib } from "./proc_stats.ts";
 import { bucketQuantile, scrape } from "./relay_scrape.ts";
 import { sleep } from "../../src/timers/mod.ts";
 
@@ -246,7 +246,7 @@ export async function loadgen(
       relay_rss_base_mib: Math.round(rssBase * 10) / 10,
       relay_rss_mib: Math.round(rss * 10) / 10,
       rss_per_session_kib: held > 0 ? Math.round(((rss - rssBase) * 1024) / held * 10) / 10 : NaN,
-      relay_cpu_percent: Math.round(((cpu1 - cpu0) / 100 / elapsed) * 1000) / 10,
+      relay_cpu_percent: Math.round(((cpu1 - cpu0) / CLOCK_TICKS_PER_SECOND / elapsed) * 1000) / 10,
       latency_ms: {
         p50: latency.quantile(0.5),
         p90: latency.quantile(0.9),
