@@ -14,7 +14,9 @@
  * would otherwise be connecting to a sender already busy with the first ones).
  * Senders and receivers run in separate processes. Receivers read the way
  * a fast client does (BYOB readers, group streams counted without parsing
- * frames), so the ceiling is the sender's. Each figure is groups/s delivered
+ * frames), so they cost as little per group as a client can; on a machine
+ * with few cores they still share the cores with the sender, and the CPU
+ * figures below say which side was saturated. Each figure is groups/s delivered
  * over the measured window and its ratio to raw.
  *
  * With --overload the report also gives, per run, each session's delivered
@@ -26,16 +28,27 @@
  *
  *   deno run -A bench/fanout.ts [--n 10,100,1000] [--transport quic,webtransport]
  *     [--seconds 5] [--size 100] [--overload] [--only raw,relay,listener]
- *     [--warmup 2] [--offer R] [--profile DIR]
+ *     [--warmup 2] [--offer R] [--tick 1] [--profile DIR]
+ *
+ * The relay's publisher and the listener's feed write the offered groups in
+ * ticks of `--tick` ms: 1 (the default) spreads them out, larger ticks
+ * deliver them in bursts, which the QUIC stack can pack together.
  *
  * `--only` may add `raw-turns`: the bare sender again, taking delivery turns
  * the way the serving loops do (what turns cost, and whether they make a
  * bare sender fair). The relay takes its turns per RELAY_DELIVERY_TURN_MS
  * from this environment (0 turns them off).
  *
- * With --profile the relay runs with RELAY_PPROF=1 and a CPU profile of it
- * over the measured window is written to DIR (summarise it with
- * bench/support/cpuprofile_top.ts).
+ * With --profile the relay runs with RELAY_PPROF=1, and CPU profiles of it
+ * and of the bare sender over the measured window are written to DIR
+ * (summarise them with bench/support/cpuprofile_top.ts).
+ *
+ * Each run also reports the cores each process kept busy over the window,
+ * the sender's CPU time per group delivered, and the UDP datagrams the
+ * machine sent per group delivered (loopback: both directions; a batch the
+ * kernel segments counts once). Senders and receivers share the machine's
+ * cores, so a sender that costs more per group, or packs fewer groups into
+ * each datagram, delivers fewer.
  */
 import { parseArgs } from "node:util";
 import { generateDevCertificate } from "../src/certs/mod.ts";
@@ -53,6 +66,8 @@ import { encodeGroupStreamHeader } from "../src/moq/codec/messages.ts";
 import { benchMesh } from "./support/relay_processes.ts";
 import { sleep } from "../src/timers/mod.ts";
 import { quantile } from "./support/quantile.ts";
+import { CLOCK_TICKS_PER_SECOND, cpuTicks, udpCounters } from "./loadgen/proc_stats.ts";
+import { cpuProfile } from "../src/relay/pprof.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -67,6 +82,7 @@ const { values } = parseArgs({
     warmup: { type: "string", default: "2" },
     turns: { type: "boolean", default: false },
     offer: { type: "string", default: "" },
+    tick: { type: "string", default: "1" },
     // internal: child process roles
     role: { type: "string", default: "bench" },
     port: { type: "string", default: "0" },
@@ -325,6 +341,15 @@ async function rawSenderRole(): Promise<void> {
     for (let k = 0; k < IN_FLIGHT; k++) void loop();
   }
   console.log(JSON.stringify({ port: server.addr.port }));
+  // "profile S FILE": a CPU profile of S seconds, for comparing with the relay's.
+  for await (const line of Deno.stdin.readable.pipeThrough(new TextDecoderStream())) {
+    for (const cmd of line.split("\n")) {
+      const [verb, secs, file] = cmd.split(" ");
+      if (verb !== "profile") continue;
+      await Deno.writeTextFile(file!, await cpuProfile(Number(secs)));
+      console.log(JSON.stringify({ profile: file }));
+    }
+  }
   await new Promise(() => {});
 }
 
@@ -357,20 +382,24 @@ async function listenerRole(): Promise<void> {
   for await (const line of Deno.stdin.readable.pipeThrough(new TextDecoderStream())) {
     for (const cmd of line.split("\n")) {
       if (cmd.startsWith("rate ")) {
-        pace(Number(cmd.slice(5)), () => listener.committed(path, [entry()]));
+        const [rate, tick] = cmd.slice(5).split(" ").map(Number);
+        pace(rate!, tick!, () => listener.committed(path, [entry()]));
       }
     }
   }
 }
 
-/** Calls `write` `rate` times a second, in 1 ms ticks (short bursts, below any queue bound). */
-function pace(rate: number, write: () => void): () => void {
+/**
+ * Calls `write` `rate` times a second, in ticks of `tick` ms: at 1 ms the
+ * groups arrive almost one by one, at 10 ms in bursts of a tick's worth.
+ */
+function pace(rate: number, tick: number, write: () => void): () => void {
   const t0 = performance.now();
   let done = 0;
   const id = setInterval(() => {
     const due = Math.floor((performance.now() - t0) * rate / 1000);
     for (; done < due; done++) write();
-  }, 1);
+  }, tick);
   return () => clearInterval(id);
 }
 
@@ -432,6 +461,12 @@ function spawn(args: string[]): Child {
 
 interface Result {
   readonly perSecond: number;
+  /** Length of the measured window, s. */
+  readonly seconds: number;
+  /** Cores busy over the window (CPU seconds per second): sender, receivers, late, this process. */
+  readonly cpu: { sender: number; receivers: number; late: number; bench: number };
+  /** UDP datagrams sent on this machine over the window, and those dropped for a full receive buffer. */
+  readonly udp: { sent: number; dropped: number };
   readonly sessions: number[];
   readonly skips: number[];
   readonly late: number[];
@@ -439,6 +474,7 @@ interface Result {
 }
 
 async function measure(
+  senderPid: number,
   receivers: Child,
   lateReceivers: Child | undefined,
   seconds: number,
@@ -453,6 +489,9 @@ async function measure(
   await sleep(Number(values.warmup) * 1000); // warm-up
   await receivers.send("snap");
   const a = await receivers.line() as unknown as Snap;
+  const pids = [senderPid, receivers.proc.pid, lateReceivers?.proc.pid ?? NaN, Deno.pid];
+  const ticks0 = pids.map(cpuTicks);
+  const udp0 = udpCounters();
   if (lateReceivers) {
     await lateReceivers.send("go");
     await lateReceivers.send("late");
@@ -462,6 +501,10 @@ async function measure(
   await alongside;
   await receivers.send("snap");
   const b = await receivers.line() as unknown as Snap;
+  const udp1 = udpCounters();
+  const [sender, steadyCpu, lateCpu, bench] = pids.map((pid, i) =>
+    (cpuTicks(pid) - ticks0[i]!) / CLOCK_TICKS_PER_SECOND / ((b.at - a.at) / 1000)
+  );
   // Sessions that connected during the run get up to 10 s more to finish their setup.
   let late: number[] = [];
   for (let t = 0; lateReceivers && t <= 20; t++) {
@@ -480,6 +523,9 @@ async function measure(
   ).filter((_, i) => b.ok[i]);
   return {
     perSecond: rates.reduce((x, y) => x + y, 0),
+    seconds: dt,
+    cpu: { sender: sender!, receivers: steadyCpu!, late: lateCpu!, bench: bench! },
+    udp: { sent: udp1.sent - udp0.sent, dropped: udp1.dropped - udp0.dropped },
     sessions,
     skips,
     late,
@@ -514,11 +560,25 @@ async function benchRole(): Promise<void> {
       (r.perSecond / raw).toFixed(2)
     }`;
     if (r.failed) line += `  (${r.failed} sessions failed to start)`;
+    // On a machine where senders and receivers share the cores, a sender that
+    // costs more per group also leaves the receivers less: CPU shows which.
+    const c = r.cpu;
+    line += `\n    cores busy: sender ${c.sender.toFixed(2)}, receivers ${c.receivers.toFixed(2)}` +
+      (Number.isNaN(c.late) ? "" : `, late receivers ${c.late.toFixed(2)}`) +
+      `, this process ${c.bench.toFixed(2)}; sender ${
+        (c.sender * 1e6 / Math.max(r.perSecond, 1)).toFixed(1)
+      } µs CPU per group delivered`;
+    const groups = r.perSecond * r.seconds;
+    line +=
+      `\n    UDP: ${
+        (r.udp.sent / Math.max(groups, 1)).toFixed(2)
+      } datagrams per group delivered, ` +
+      `${r.udp.dropped} dropped for a full receive buffer`;
     if (overload) {
       line += `\n    per session groups/s min ${min.toFixed(0)} / median ${
         median.toFixed(0)
       } / max ${Math.max(...r.sessions).toFixed(0)} (median/min ${
-        (median / Math.max(min, 1e-9)).toFixed(1)
+        min > 0 ? (median / min).toFixed(1) : "∞: a session got nothing"
       })`;
       if (skipTotal > 0) {
         line += `; skips ${skipTotal}, per session min ${Math.min(...r.skips)} / median ${
@@ -579,7 +639,22 @@ async function benchRole(): Promise<void> {
         const sender = spawn(["--role=raw-sender", `--dir=${dir}`, `--size=${size}`]);
         const { port: rawPort } = await sender.line();
         const rr = recv(Number(rawPort), "raw", hash);
-        const raw = await measure(rr.steady, rr.late, seconds, () => rr.steady.send("go"));
+        const rawProfile = values.profile
+          ? async () => {
+            const file = `${values.profile}/raw-${transport}-${n}.cpuprofile`;
+            await sender.send(`profile ${seconds} ${file}`);
+            await sender.line();
+            console.error(`  raw sender profile: ${file}`);
+          }
+          : undefined;
+        const raw = await measure(
+          sender.proc.pid,
+          rr.steady,
+          rr.late,
+          seconds,
+          () => rr.steady.send("go"),
+          rawProfile,
+        );
         await rr.kill();
         await sender.kill();
         report("raw streams (ceiling)", raw, raw.perSecond);
@@ -587,7 +662,13 @@ async function benchRole(): Promise<void> {
           const fair = spawn(["--role=raw-sender", `--dir=${dir}`, `--size=${size}`, "--turns"]);
           const { port: fairPort } = await fair.line();
           const fr = recv(Number(fairPort), "raw", hash);
-          const r = await measure(fr.steady, fr.late, seconds, () => fr.steady.send("go"));
+          const r = await measure(
+            fair.proc.pid,
+            fr.steady,
+            fr.late,
+            seconds,
+            () => fr.steady.send("go"),
+          );
           await fr.kill();
           await fair.kill();
           report("raw streams, in turns", r, raw.perSecond);
@@ -595,6 +676,7 @@ async function benchRole(): Promise<void> {
         // Offer more than the ceiling allows, so delivery is the sender's limit.
         // (--offer sets it per subscriber instead, where the bare sender is not a ceiling.)
         const rate = values.offer ? Number(values.offer) : Math.ceil(raw.perSecond / n * 1.5);
+        const tick = Number(values.tick);
         if (only.has("relay")) {
           const name = `fanout-${transport}-${n}`;
           const relay = await mesh.relay(name, [], values.profile ? { RELAY_PPROF: "1" } : {});
@@ -609,7 +691,8 @@ async function benchRole(): Promise<void> {
           track.writeGroup(seq++, body);
           const rcv = recv(relay.port, "moq", meshHash);
           let stopPace = () => {};
-          const startPace = () => void (stopPace = pace(rate, () => track.writeGroup(seq++, body)));
+          const startPace = () =>
+            void (stopPace = pace(rate, tick, () => track.writeGroup(seq++, body)));
           const profile = values.profile
             ? async () => {
               const file = `${values.profile}/${name}.cpuprofile`;
@@ -617,7 +700,14 @@ async function benchRole(): Promise<void> {
               console.error(`  relay profile: ${file}`);
             }
             : undefined;
-          const r = await measure(rcv.steady, rcv.late, seconds, startPace, profile);
+          const r = await measure(
+            relay.child.pid,
+            rcv.steady,
+            rcv.late,
+            seconds,
+            startPace,
+            profile,
+          );
           stopPace();
           await rcv.kill();
           publisher.close();
@@ -628,7 +718,13 @@ async function benchRole(): Promise<void> {
           const child = spawn(["--role=listener", `--dir=${dir}`, `--size=${size}`]);
           const { port } = await child.line();
           const rcv = recv(Number(port), "moq", hash);
-          const r = await measure(rcv.steady, rcv.late, seconds, () => child.send(`rate ${rate}`));
+          const r = await measure(
+            child.proc.pid,
+            rcv.steady,
+            rcv.late,
+            seconds,
+            () => child.send(`rate ${rate} ${tick}`),
+          );
           await rcv.kill();
           await child.kill();
           report(`funnel listener (offered ${rate}/s)`, r, raw.perSecond);
