@@ -22,3 +22,4 @@ export const systemTimers: Timers = {
 export { Deadlines, type DeadlinesOptions } from "./deadlines.ts";
 export { Backoff, type BackoffOptions } from "./backoff.ts";
 export { sleep } from "./sleep.ts";
+export { afterTurn } from "./after_turn.ts";

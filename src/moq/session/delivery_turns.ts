@@ -1,3 +1,5 @@
+import { afterTurn } from "../../timers/mod.ts";
+
 /**
  * Delivery in turns, shared by every serving loop of a process (or worker)
  * through the sessions' `deliveryTurns` option.
@@ -11,10 +13,9 @@
  * its share, and the rest of the event loop (accepts, control streams) gets
  * its turn between.
  *
- * The turn boundary is Deno's `setImmediate`: it ends the current
- * event-loop turn without the millisecond or more a zero timer waits, which
- * would leave the sender idle between turns. A browser (which has no
- * `setImmediate`, and seldom serves) falls back to a zero timer.
+ * The turn boundary is {@linkcode afterTurn} (`setImmediate` on Deno): a
+ * zero timer would wait a millisecond or more there, leaving the sender idle
+ * between turns.
  */
 /** Longest stretch of delivery in one turn, ms: measured fair at 2, and cheaper than shorter. */
 export const DELIVERY_TURN_MS = 2;
@@ -74,9 +75,3 @@ export class DeliveryTurns {
     for (const resume of waiting) resume();
   };
 }
-
-const immediate = (globalThis as { setImmediate?: (fn: () => void) => unknown }).setImmediate;
-const afterTurn = (fn: () => void): void => {
-  if (immediate) immediate(fn);
-  else setTimeout(fn, 0);
-};
