@@ -39,6 +39,7 @@ export { CachedGroup, type GroupFrames } from "./cached_group.ts";
 export {
   type FetchedGroup,
   type GroupFetcher,
+  MAX_BURST_GROUPS,
   TrackCursor,
   type TrackObserver,
   TrackProducer,

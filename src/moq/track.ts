@@ -1,6 +1,7 @@
 import { MAX_TIMESTAMP, type TrackInfo } from "./codec/messages.ts";
 import { CachedGroup, type GroupFrames } from "./cached_group.ts";
 import { SequenceWindow } from "./sequence_window.ts";
+import { afterTurn } from "../timers/mod.ts";
 
 /** Options for {@linkcode TrackProducer}. */
 export interface TrackProducerOptions {
@@ -23,7 +24,21 @@ export interface TrackProducerOptions {
    * (or never) held: the funnel's ledger, a relay's upstream session.
    */
   readonly fetchMissing?: GroupFetcher;
+  /**
+   * Deliver groups that arrive together as a burst (default 0: off). Waiting
+   * cursors are woken once the event-loop turn of a write is over, so they
+   * take every group written in that turn at once (a QUIC connection then
+   * packs them into far fewer packets), and a group younger than this many
+   * ms is neither dropped from the cache for its size nor skipped by a
+   * cursor for its queue bound (at most {@linkcode MAX_BURST_GROUPS} more
+   * are kept). A relay, whose groups arrive one by one from its upstream,
+   * sets it.
+   */
+  readonly burstMs?: number;
 }
+
+/** Most groups a producer keeps beyond its cache size for {@linkcode TrackProducerOptions.burstMs}. */
+export const MAX_BURST_GROUPS = 256;
 
 /** A group read from elsewhere than the producer's cache. */
 export interface FetchedGroup {
@@ -88,6 +103,8 @@ export class TrackProducer {
   readonly #clock: () => number;
   readonly #observer: TrackObserver | undefined;
   readonly #fetchMissing: GroupFetcher | undefined;
+  readonly #burstMs: number;
+  #wakePending = false;
   // The cache in arrival order: cursors follow it by index, so a late group is
   // simply the next arrival for every cursor that has not passed it.
   readonly #ring: CachedGroup[] = [];
@@ -122,9 +139,28 @@ export class TrackProducer {
     this.#clock = options.clock ?? Date.now;
     this.#observer = options.observer;
     this.#fetchMissing = options.fetchMissing;
+    this.#burstMs = Math.max(0, options.burstMs ?? 0);
   }
 
+  // Written less than burstMs ago (never, with burstMs 0).
+  #young(group: CachedGroup, now = this.#clock()): boolean {
+    return now - group.writtenAt < this.#burstMs;
+  }
+
+  // With burstMs, one wake after the turn for all of its writes; a close wakes at once.
   #signal(): void {
+    if (this.#burstMs === 0 || this.#closed) return this.#wake();
+    if (this.#wakePending) return;
+    this.#wakePending = true;
+    afterTurn(this.#wakeAfterTurn);
+  }
+
+  readonly #wakeAfterTurn = (): void => {
+    this.#wakePending = false;
+    this.#wake();
+  };
+
+  #wake(): void {
     const notify = this.#notify;
     this.#changed = undefined;
     this.#notify = undefined;
@@ -214,7 +250,10 @@ export class TrackProducer {
     const timestamp = given ?? BigInt(Math.max(0, Math.round(now * this.info.timescale / 1000)));
     const group = new CachedGroup(sequence, frames, timestamp, this.#written++, now);
     this.#ring.push(group);
-    if (this.#ring.length > this.#cacheSize) this.#ring.shift();
+    while (
+      this.#ring.length > this.#cacheSize &&
+      (!this.#young(this.#ring[0]!, now) || this.#ring.length > this.#cacheSize + MAX_BURST_GROUPS)
+    ) this.#ring.shift();
     this.#signal();
     return true;
   }
@@ -289,6 +328,11 @@ export class TrackProducer {
       },
       waitChange: (signal) => this.#waitChange(signal),
       onChange: (callback) => void this.#waiters.add(callback),
+      young: (index) => {
+        const first = this.#ring[0];
+        const group = first ? this.#ring[index - first.index] : undefined;
+        return group !== undefined && this.#young(group);
+      },
       observer: this.#observer,
     };
   }
@@ -312,6 +356,8 @@ interface TrackReader {
   at(index: number): CachedGroup | undefined;
   waitChange(signal?: AbortSignal): Promise<void>;
   onChange(callback: () => void): void;
+  /** Whether the group at arrival index `index` is within the burst window. */
+  young(index: number): boolean;
   readonly observer: TrackObserver | undefined;
 }
 
@@ -379,7 +425,11 @@ export class TrackCursor {
       const written = r.written();
       if (this.#index >= written) return undefined;
       // Behind by more than the queue allows (or past the cache): jump to the latest.
-      if (written - this.#index > this.#limit || this.#index < r.oldest()) {
+      // A burst that has only just arrived is not falling behind.
+      if (
+        this.#index < r.oldest() ||
+        (written - this.#index > this.#limit && !r.young(this.#index))
+      ) {
         const target = written - 1;
         this.#skip(target - this.#index);
         this.#index = target;

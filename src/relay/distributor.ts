@@ -82,6 +82,15 @@ interface Feed {
 const GAP_SCAN_LIMIT = 4096;
 
 /**
+ * Groups received from upstream within one event-loop turn go to subscribers
+ * as one burst, and none younger than this is lost to GROUP_CACHE_SIZE or a
+ * subscriber's queue bound (see TrackProducerOptions.burstMs). Groups arrive
+ * one stream at a time; sent one by one, each took nearly a packet of its own
+ * per subscriber, which on a busy relay cost more than the groups themselves.
+ */
+const GROUP_BURST_MS = 50;
+
+/**
  * Fans one upstream track out to every downstream subscriber. Upstream
  * groups go into a ring of the most recent GROUP_CACHE_SIZE complete groups
  * (a TrackProducer); each subscriber's session reads it through its own
@@ -122,6 +131,7 @@ export class TrackDistributor {
     this.producer = new TrackProducer({
       ...options.info,
       cache: options.cacheSize,
+      burstMs: GROUP_BURST_MS,
       clock: options.now,
       ...(options.fetchMissing ? { fetchMissing: options.fetchMissing } : {}),
       observer: {
