@@ -121,12 +121,25 @@ export async function serveSubscribe(
     slotFree = undefined;
     f?.();
   };
-  const send = async (group: CachedGroup): Promise<void> => {
+  // Starts a group's stream; a promise only when the loop must first wait
+  // for a slot or a turn (most groups need neither: no promise, no await).
+  const send = (group: CachedGroup): Promise<void> | undefined => {
+    if (inflight < maxInflight) {
+      const turn = turns?.wait();
+      if (turn === undefined) {
+        inflight++;
+        void sendGroup(core, m.id, group, order, sent);
+        return undefined;
+      }
+    }
+    return sendAfterWaiting(group);
+  };
+  const sendAfterWaiting = async (group: CachedGroup): Promise<void> => {
     while (inflight >= maxInflight) await new Promise<void>((r) => (slotFree = r));
     const turn = turns?.wait();
     if (turn) await turn;
     inflight++;
-    sendGroup(core, m.id, group, order).then(sent);
+    void sendGroup(core, m.id, group, order, sent);
   };
   // Groups we will not send (skipped, never produced, or missing past the wait): tell the subscriber.
   const writeDrops = async (ranges: ReadonlyArray<readonly [number, number]>): Promise<void> => {
@@ -224,7 +237,8 @@ export async function serveSubscribe(
       // A newer group on a stream shows the subscriber any datagram lost before it.
       if (tail && group.sequence > tail.sequence) tail = undefined;
       if (stop.signal.aborted) break;
-      await send(group);
+      const waited = send(group);
+      if (waited) await waited;
     }
     if (tail && !stop.signal.aborted) await repeatTail();
     while (inflight > 0) await new Promise<void>((r) => (slotFree = r));
@@ -277,11 +291,13 @@ async function sendDatagram(core: SessionCore, id: bigint, group: CachedGroup): 
 }
 
 // Never rejects: a failed group stream is logged and counted as not sent.
+// `done` runs once the stream is finished or failed.
 async function sendGroup(
   core: SessionCore,
   id: bigint,
   group: CachedGroup,
   order: StreamOptions,
+  done: () => void,
 ): Promise<void> {
   try {
     const stream = await core.transport.openUni(order);
@@ -295,5 +311,7 @@ async function sendGroup(
     core.stats.groupsSent++;
   } catch (err) {
     if (!core.isClosed) core.log("group-send", `group stream failed: ${errorText(err)}`);
+  } finally {
+    done();
   }
 }
