@@ -124,20 +124,22 @@ export async function serveSubscribe(
   // Starts a group's stream; a promise only when the loop must first wait
   // for a slot or a turn (most groups need neither: no promise, no await).
   const send = (group: CachedGroup): Promise<void> | undefined => {
-    if (inflight < maxInflight) {
-      const turn = turns?.wait();
-      if (turn === undefined) {
-        inflight++;
-        void sendGroup(core, m.id, group, order, sent);
-        return undefined;
-      }
-    }
-    return sendAfterWaiting(group);
-  };
-  const sendAfterWaiting = async (group: CachedGroup): Promise<void> => {
-    while (inflight >= maxInflight) await new Promise<void>((r) => (slotFree = r));
+    if (inflight >= maxInflight) return sendAfterWaiting(group);
     const turn = turns?.wait();
+    if (turn) return sendAfterWaiting(group, turn);
+    inflight++;
+    void sendGroup(core, m.id, group, order, sent);
+    return undefined;
+  };
+  // Waits for `turn` (already asked for), or else for a slot and then a turn.
+  const sendAfterWaiting = async (group: CachedGroup, turn?: Promise<void>): Promise<void> => {
     if (turn) await turn;
+    else {
+      while (inflight >= maxInflight) await new Promise<void>((r) => (slotFree = r));
+      const next = turns?.wait();
+      if (next) await next;
+    }
+    // Only this loop adds to inflight, so a slot free before the turn is free after it.
     inflight++;
     void sendGroup(core, m.id, group, order, sent);
   };
