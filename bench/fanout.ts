@@ -635,43 +635,41 @@ async function benchRole(): Promise<void> {
           };
         };
         console.log(`\n${transport}, ${n} subscribers, ${size} B groups, ${seconds} s:`);
+        // The bare sender, with or without delivery turns, measured against the same receivers.
+        const runRaw = async (turns: boolean): Promise<Result> => {
+          const sender = spawn([
+            "--role=raw-sender",
+            `--dir=${dir}`,
+            `--size=${size}`,
+            ...(turns ? ["--turns"] : []),
+          ]);
+          const { port } = await sender.line();
+          const rr = recv(Number(port), "raw", hash);
+          const profile = values.profile && !turns
+            ? async () => {
+              const file = `${values.profile}/raw-${transport}-${n}.cpuprofile`;
+              await sender.send(`profile ${seconds} ${file}`);
+              await sender.line();
+              console.error(`  raw sender profile: ${file}`);
+            }
+            : undefined;
+          const r = await measure(
+            sender.proc.pid,
+            rr.steady,
+            rr.late,
+            seconds,
+            () => rr.steady.send("go"),
+            profile,
+          );
+          await rr.kill();
+          await sender.kill();
+          return r;
+        };
         // 1. raw ceiling
-        const sender = spawn(["--role=raw-sender", `--dir=${dir}`, `--size=${size}`]);
-        const { port: rawPort } = await sender.line();
-        const rr = recv(Number(rawPort), "raw", hash);
-        const rawProfile = values.profile
-          ? async () => {
-            const file = `${values.profile}/raw-${transport}-${n}.cpuprofile`;
-            await sender.send(`profile ${seconds} ${file}`);
-            await sender.line();
-            console.error(`  raw sender profile: ${file}`);
-          }
-          : undefined;
-        const raw = await measure(
-          sender.proc.pid,
-          rr.steady,
-          rr.late,
-          seconds,
-          () => rr.steady.send("go"),
-          rawProfile,
-        );
-        await rr.kill();
-        await sender.kill();
+        const raw = await runRaw(false);
         report("raw streams (ceiling)", raw, raw.perSecond);
         if (only.has("raw-turns")) {
-          const fair = spawn(["--role=raw-sender", `--dir=${dir}`, `--size=${size}`, "--turns"]);
-          const { port: fairPort } = await fair.line();
-          const fr = recv(Number(fairPort), "raw", hash);
-          const r = await measure(
-            fair.proc.pid,
-            fr.steady,
-            fr.late,
-            seconds,
-            () => fr.steady.send("go"),
-          );
-          await fr.kill();
-          await fair.kill();
-          report("raw streams, in turns", r, raw.perSecond);
+          report("raw streams, in turns", await runRaw(true), raw.perSecond);
         }
         // Offer more than the ceiling allows, so delivery is the sender's limit.
         // (--offer sets it per subscriber instead, where the bare sender is not a ceiling.)
