@@ -317,20 +317,22 @@ export class TrackProducer {
     });
   }
 
+  // The cached group at arrival index `index`, if still held.
+  #at(index: number): CachedGroup | undefined {
+    const first = this.#ring[0];
+    return first ? this.#ring[index - first.index] : undefined;
+  }
+
   /** @internal The cursor side of the producer: arrivals by index, and waiting. */
   get _reader(): TrackReader {
     return this.#reader ??= {
       written: () => this.#written,
       oldest: () => this.#ring[0]?.index ?? this.#written,
-      at: (index) => {
-        const first = this.#ring[0];
-        return first ? this.#ring[index - first.index] : undefined;
-      },
+      at: (index) => this.#at(index),
       waitChange: (signal) => this.#waitChange(signal),
       onChange: (callback) => void this.#waiters.add(callback),
       young: (index) => {
-        const first = this.#ring[0];
-        const group = first ? this.#ring[index - first.index] : undefined;
+        const group = this.#at(index);
         return group !== undefined && this.#young(group);
       },
       observer: this.#observer,
