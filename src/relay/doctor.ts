@@ -3,6 +3,12 @@ import type { Setting } from "../config/env.ts";
 import { ConfigError } from "../config/errors.ts";
 import { type GcResolution, resolveGc, runtimeV8FlagsArgument } from "../config/gc.ts";
 import { loadRelayConfig } from "../config/relay.ts";
+import {
+  readUdpReceiveBuffers,
+  RECOMMENDED_UDP_RECEIVE_BUFFER,
+  udpReceiveBufferAdvice,
+  type UdpReceiveBuffers,
+} from "../transport/udp_buffers.ts";
 
 /** The heading line doctor prints first. */
 export const DOCTOR_HEADING = "sluice relay: effective runtime configuration";
@@ -27,6 +33,8 @@ export interface DoctorOptions {
   readonly cliV8Flags?: string;
   /** V8's heap size limit of this process in MiB, shown as the runtime default on this host. */
   readonly heapLimitMb?: number;
+  /** This host's UDP receive buffers; null when they cannot be read. */
+  readonly udpReceiveBuffers?: UdpReceiveBuffers | null;
 }
 
 function mb(v: number | undefined, fallback: string): string {
@@ -63,6 +71,27 @@ export function renderGcBlock(gc: GcResolution, heapLimitMb?: number): string[] 
   ];
 }
 
+/** Renders the UDP receive buffer block: the kernel's sizes and whether to raise them. */
+export function renderUdpBlock(buffers: UdpReceiveBuffers | null): string[] {
+  const heading = "Host UDP receive buffer (every QUIC socket gets the kernel default: " +
+    "Deno sets no size of its own)";
+  if (buffers === null) {
+    return [
+      heading,
+      "  not readable here (no sysctl command, not Linux, or no --allow-run=sysctl)",
+    ];
+  }
+  const advice = udpReceiveBufferAdvice(buffers);
+  return [
+    heading,
+    `  net.core.rmem_default = ${buffers.defaultBytes}`,
+    `  net.core.rmem_max     = ${buffers.maxBytes}`,
+    advice === undefined
+      ? `  Enough: at or above the recommended ${RECOMMENDED_UDP_RECEIVE_BUFFER}.`
+      : `  Raise it: ${advice}`,
+  ];
+}
+
 function line(s: Setting<unknown>): string {
   return `  ${s.variable.padEnd(24)} ${s.display}  [${s.source}]`;
 }
@@ -70,7 +99,10 @@ function line(s: Setting<unknown>): string {
 function defaultDoctorOptions(): DoctorOptions {
   const cli = runtimeV8FlagsArgument();
   const heapLimitMb = getHeapStatistics().heap_size_limit / 1048576;
-  return cli === undefined ? { heapLimitMb } : { cliV8Flags: cli, heapLimitMb };
+  const udpReceiveBuffers = readUdpReceiveBuffers() ?? null;
+  return cli === undefined
+    ? { heapLimitMb, udpReceiveBuffers }
+    : { cliV8Flags: cli, heapLimitMb, udpReceiveBuffers };
 }
 
 /**
@@ -96,6 +128,10 @@ export function runDoctor(
   }
   for (const l of renderGcBlock(gc, options.heapLimitMb)) print(l);
   print("");
+  if (options.udpReceiveBuffers !== undefined) {
+    for (const l of renderUdpBlock(options.udpReceiveBuffers)) print(l);
+    print("");
+  }
   try {
     const c = loadRelayConfig(
       env,

@@ -12,6 +12,7 @@ import type { RelayConfig } from "../config/relay.ts";
 import { reexecWithV8Flags } from "./reexec.ts";
 import { peerCredentials } from "./peer_credential.ts";
 import { startRelay } from "./server.ts";
+import { readUdpReceiveBuffers, udpReceiveBufferAdvice } from "../transport/udp_buffers.ts";
 
 /** How long a stopping relay waits for its sessions to leave after GOAWAY, ms. */
 export const DRAIN_MS = 10_000;
@@ -135,6 +136,9 @@ export async function runRelay(config: RelayConfig, io: RunRelayIo = {}): Promis
           gc.semiSpace.mb === undefined ? "V8 default" : `${gc.semiSpace.mb} MiB`
         } [${gc.semiSpace.source}]`,
     );
+    const udp = readUdpReceiveBuffers();
+    const advice = udp && udpReceiveBufferAdvice(udp);
+    if (advice) log(`relay: warning: ${advice}`);
     log(
       `relay: mesh: name ${config.mesh.name.value}, hop id ${relay.hopId}, peers ` +
         `${config.mesh.peers.display}${mesh.signer ? " (signed peer credentials)" : ""}`,

@@ -24,3 +24,18 @@ Deno.test("doctor reports an invalid setting and exits non-zero", () => {
   assert.equal(runDoctor({ GROUP_CACHE_SIZE: "x" }, (l) => lines.push(l), {}), 1);
   assert.match(lines.join("\n"), /GROUP_CACHE_SIZE/);
 });
+
+Deno.test("doctor shows the host's UDP receive buffer and how to raise it when it is small", () => {
+  const run = (udpReceiveBuffers: { defaultBytes: number; maxBytes: number } | null) => {
+    const lines: string[] = [];
+    assert.equal(runDoctor({}, (l) => lines.push(l), { udpReceiveBuffers }), 0);
+    return lines.join("\n");
+  };
+  const small = run({ defaultBytes: 212992, maxBytes: 212992 });
+  assert.match(small, /net\.core\.rmem_default = 212992/);
+  assert.match(small, /Raise it: .*sysctl -w net\.core\.rmem_default=4194304/);
+  const enough = run({ defaultBytes: 4194304, maxBytes: 4194304 });
+  assert.match(enough, /Enough/);
+  assert.ok(!enough.includes("Raise it"));
+  assert.match(run(null), /UDP receive buffer[^\n]*\n\s+not readable here/);
+});

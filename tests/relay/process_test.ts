@@ -7,6 +7,7 @@ import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
 import { spawnRelay } from "../support/relay_process.ts";
 import { testCertificate, testCertificateFiles } from "../support/certs.ts";
 import { until } from "../support/wait.ts";
+import { readUdpReceiveBuffers, udpReceiveBufferAdvice } from "../../src/transport/udp_buffers.ts";
 
 /** The relay answers /health over HTTPS and a MoQ session over native QUIC on `port`. */
 async function assertServes(port: number, http: Deno.HttpClient, sha256: Uint8Array) {
@@ -67,6 +68,14 @@ Deno.test("sluice relay with RELAY_ADDR port 0 serves UDP and TCP on one picked 
     const port = Number(/listening on 127\.0\.0\.1:(\d+) /.exec(line)?.[1]);
     assert.ok(port > 0, line);
     await assertServes(port, http, c.sha256);
+    // Warned about the host's UDP receive buffer when, and only when, this host's is small.
+    await until(() => p.lines.some((l) => l.includes("relay: mesh:")), "relay's mesh line");
+    const udp = readUdpReceiveBuffers();
+    assert.equal(
+      p.lines.some((l) => l.includes("relay: warning: the host's UDP receive buffer")),
+      udp !== undefined && udpReceiveBufferAdvice(udp) !== undefined,
+      p.lines.join("\n"),
+    );
   } finally {
     p.child.kill("SIGTERM");
     await p.child.status;
