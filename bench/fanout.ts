@@ -48,7 +48,9 @@
  * machine sent per group delivered (loopback: both directions; a batch the
  * kernel segments counts once). Senders and receivers share the machine's
  * cores, so a sender that costs more per group, or packs fewer groups into
- * each datagram, delivers fewer.
+ * each datagram, delivers fewer. The report starts with the host's UDP
+ * receive buffer: below 4 MiB the relay's socket overflows at N = 100
+ * (docs/relay.md, "UDP receive buffer").
  */
 import { parseArgs } from "node:util";
 import { generateDevCertificate } from "../src/certs/mod.ts";
@@ -68,6 +70,7 @@ import { sleep } from "../src/timers/mod.ts";
 import { quantile } from "./support/quantile.ts";
 import { CLOCK_TICKS_PER_SECOND, cpuTicks, udpCounters } from "./loadgen/proc_stats.ts";
 import { cpuProfile } from "../src/relay/pprof.ts";
+import { readUdpReceiveBuffers, udpReceiveBufferAdvice } from "../src/transport/udp_buffers.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -550,6 +553,14 @@ async function benchRole(): Promise<void> {
   await Deno.writeTextFile(`${dir}/key.pem`, cert.keyPem);
   const hash = btoa(String.fromCharCode(...cert.sha256));
   const mesh = await benchMesh();
+  // Drops at a full socket buffer shape the result: say what this host gives a socket.
+  const udp = readUdpReceiveBuffers();
+  console.log(
+    udp
+      ? `UDP receive buffer: net.core.rmem_default ${udp.defaultBytes}, rmem_max ${udp.maxBytes}` +
+        (udpReceiveBufferAdvice(udp) ? " (below the relay's recommended 4 MiB)" : "")
+      : "UDP receive buffer: not readable on this host",
+  );
   const meshHash = btoa(String.fromCharCode(...mesh.cert.sha256));
   const rows: string[] = [];
   const report = (label: string, r: Result, raw: number) => {
