@@ -70,7 +70,11 @@ import { sleep } from "../src/timers/mod.ts";
 import { quantile } from "./support/quantile.ts";
 import { CLOCK_TICKS_PER_SECOND, cpuTicks, udpCounters } from "./loadgen/proc_stats.ts";
 import { cpuProfile } from "../src/relay/pprof.ts";
-import { readUdpReceiveBuffers, udpReceiveBufferAdvice } from "../src/transport/udp_buffers.ts";
+import {
+  readUdpReceiveBuffers,
+  RECOMMENDED_UDP_RECEIVE_BUFFER,
+  udpReceiveBufferAdvice,
+} from "../src/transport/udp_buffers.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -558,7 +562,9 @@ async function benchRole(): Promise<void> {
   console.log(
     udp
       ? `UDP receive buffer: net.core.rmem_default ${udp.defaultBytes}, rmem_max ${udp.maxBytes}` +
-        (udpReceiveBufferAdvice(udp) ? " (below the relay's recommended 4 MiB)" : "")
+        (udpReceiveBufferAdvice(udp)
+          ? ` (below the relay's recommended ${RECOMMENDED_UDP_RECEIVE_BUFFER})`
+          : "")
       : "UDP receive buffer: not readable on this host",
   );
   const meshHash = btoa(String.fromCharCode(...mesh.cert.sha256));

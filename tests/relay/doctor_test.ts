@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { DOCTOR_HEADING, runDoctor } from "../../src/relay/mod.ts";
+import type { UdpReceiveBuffers } from "../../src/transport/udp_buffers.ts";
 
 Deno.test("doctor prints the heading, the GC block and every setting with its source", () => {
   const lines: string[] = [];
@@ -26,7 +27,7 @@ Deno.test("doctor reports an invalid setting and exits non-zero", () => {
 });
 
 Deno.test("doctor shows the host's UDP receive buffer and how to raise it when it is small", () => {
-  const run = (udpReceiveBuffers: { defaultBytes: number; maxBytes: number } | null) => {
+  const run = (udpReceiveBuffers: UdpReceiveBuffers | null) => {
     const lines: string[] = [];
     assert.equal(runDoctor({}, (l) => lines.push(l), { udpReceiveBuffers }), 0);
     return lines.join("\n");
