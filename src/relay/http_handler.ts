@@ -64,9 +64,12 @@ export function routesSnapshot(options: RelayHandlerOptions): RoutesSnapshot {
     uptime: formatDuration(now - options.startedAt),
     live: true,
     ready: options.ready(),
+    // One entry per path, its selected route (the spec's shape): retained alternates are not
+    // listed. A selected route is inactive while its source is going away (ended, or draining
+    // after GOAWAY with no live alternate to promote).
     paths: options.core.routes.routes().map((r) => ({
       path: `/${r.path}`,
-      active: true,
+      active: r.source.alive?.() ?? true,
       announced_at: new Date(r.announcedAt).toISOString(),
       hops: r.hops,
       rtt_ms: Math.round(r.source.rttMs?.() ?? options.rttOf?.(r.source.remote) ?? 0),

@@ -65,6 +65,28 @@ Deno.test("/routes lists each announced broadcast with the spec's fields", async
   ann.end();
 });
 
+Deno.test("/routes says a route is inactive while its only source is going away", async () => {
+  const { core, handler } = make();
+  const never: UpstreamTrack = { groups: (async function* () {})(), close() {} };
+  let draining = false;
+  const ann = core.routes.announce("room/1", {
+    remote: "192.0.2.7:50000",
+    hops: 1,
+    subscribe: () => Promise.resolve(never),
+    alive: () => !draining,
+  });
+  const active = async () =>
+    ((await (await get(handler, "/routes")).json()).paths as { active: boolean }[]).map((p) =>
+      p.active
+    );
+  assert.deepEqual(await active(), [true]);
+  // The peer sent GOAWAY and no alternate is retained: the route stays until it is left.
+  draining = true;
+  assert.deepEqual(await active(), [false]);
+  ann.end();
+  assert.deepEqual(await active(), []);
+});
+
 Deno.test("/metrics serves every spec metric with HELP, TYPE and only the spec labels", async () => {
   const { handler } = make();
   const res = await get(handler, "/metrics");
