@@ -39,6 +39,7 @@ export interface RelayMetrics {
   readonly datagramGroupsTotal: Counter;
   readonly datagramFallbacksTotal: Counter;
   readonly datagramTailRepeatsTotal: Counter;
+  readonly upstreamQueueOverflowsTotal: Counter;
 }
 
 const P = "sluice_relay_";
@@ -187,6 +188,11 @@ export function createRelayMetrics(registry: Registry = new Registry()): RelayMe
     datagramTailRepeatsTotal: c(
       "datagram_tail_repeats_total",
       "Last datagram groups of a burst sent again on a stream, so a lost one is noticed.",
+    ),
+    // Beyond the spec: the relay's own upstream subscriptions falling behind.
+    upstreamQueueOverflowsTotal: c(
+      "upstream_queue_overflows_total",
+      "Groups dropped from the relay's upstream subscription queues because fan-out fell behind.",
     ),
   };
 }
