@@ -125,3 +125,39 @@ Deno.test("quicSession wraps a connection accepted by another listener", async (
   assert.equal((await server.closed).code, 0);
   endpoint.close();
 });
+
+Deno.test("an abandoned quic dial stops its handshake at once instead of retrying until idle", async () => {
+  // Something takes UDP packets on this port and never answers: a handshake would go on
+  // retransmitting its Initial until the idle timeout.
+  const hole = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port: 0 });
+  let packets = 0;
+  const draining = (async () => {
+    try {
+      for (;;) {
+        await hole.receive();
+        packets++;
+      }
+    } catch {
+      // closed at the end of the test
+    }
+  })();
+  const port = (hole.addr as Deno.NetAddr).port;
+  const started = performance.now();
+  await assert.rejects(
+    connectQuicSession(new URL(`moqt://127.0.0.1:${port}/`), {
+      ...pin,
+      maxIdleTimeout: 30_000,
+      signal: AbortSignal.timeout(300),
+    }),
+    (e: unknown) => e instanceof QuicConnectError && e.kind === "aborted",
+  );
+  assert.ok(performance.now() - started < 1000, "the dial rejects when its signal aborts");
+  await new Promise((r) => setTimeout(r, 200));
+  const atAbort = packets;
+  assert.ok(atAbort >= 1, "the dial reached the port");
+  // Retransmissions back off from ~1 s; in 2.5 s an abandoned handshake would send at least two.
+  await new Promise((r) => setTimeout(r, 2500));
+  assert.equal(packets - atAbort, 0, "no packet after the dial was abandoned");
+  hole.close();
+  await draining;
+});

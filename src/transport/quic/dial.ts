@@ -1,5 +1,6 @@
 /** Dialing a `moqt://` URL over native QUIC. */
 import { errorText } from "../../errors/mod.ts";
+import { isIpLiteral } from "../address.ts";
 import type { Session } from "../session.ts";
 import { quicSession } from "./session.ts";
 
@@ -98,11 +99,19 @@ export async function connectQuicSession(
     }));
   }
   options.signal?.throwIfAborted();
+  // An abandoned handshake would go on retransmitting until the idle timeout, holding a UDP
+  // socket: with a signal the dial gets its own endpoint, and closing it ends the handshake at
+  // once. Names keep Deno's endpoint (its address family is unknown until resolved).
+  const endpoint = options.signal && isIpLiteral(hostname)
+    ? new Deno.QuicEndpoint({ hostname: hostname.includes(":") ? "::" : "0.0.0.0", port: 0 })
+    : undefined;
+  if (endpoint) dial.endpoint = endpoint;
   let conn: Deno.QuicConn;
   try {
     const pending = Deno.connectQuic(dial);
-    conn = options.signal ? await raceAbort(pending, options.signal) : await pending;
+    conn = options.signal ? await raceAbort(pending, options.signal, endpoint) : await pending;
   } catch (err) {
+    closeEndpoint(endpoint);
     if (options.signal?.aborted) {
       throw new QuicConnectError("aborted", `Dial to "${url.host}" aborted`, { cause: err });
     }
@@ -110,6 +119,7 @@ export async function connectQuicSession(
     const kind = /certificate|handshake|tls/i.test(message) ? "tls" : "network";
     throw new QuicConnectError(kind, `Cannot dial "${url.host}": ${message}`, { cause: err });
   }
+  if (endpoint) conn.closed.finally(() => closeEndpoint(endpoint)).catch(() => {});
   const protocol = conn.protocol ?? "";
   if (!alpn.includes(protocol)) {
     conn.close({ closeCode: 0, reason: "unsupported ALPN" });
@@ -118,9 +128,24 @@ export async function connectQuicSession(
   return quicSession(conn, { url });
 }
 
-function raceAbort<T>(pending: Promise<T>, signal: AbortSignal): Promise<T> {
+function closeEndpoint(endpoint: Deno.QuicEndpoint | undefined): void {
+  try {
+    endpoint?.close();
+  } catch {
+    // already closed
+  }
+}
+
+function raceAbort<T>(
+  pending: Promise<T>,
+  signal: AbortSignal,
+  endpoint: Deno.QuicEndpoint | undefined,
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
+    const onAbort = () => {
+      reject(signal.reason);
+      closeEndpoint(endpoint);
+    };
     signal.addEventListener("abort", onAbort, { once: true });
     pending.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
     // A dial that completes after the abort must not leak its connection.
