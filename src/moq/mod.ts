@@ -61,4 +61,5 @@ export {
   DeliveryTurns,
   type DeliveryTurnsOptions,
 } from "./session/delivery_turns.ts";
+export { DeliveryGaps } from "./session/delivery_gaps.ts";
 export { DecodeError } from "../wire/mod.ts";

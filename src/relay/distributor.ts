@@ -1,5 +1,5 @@
 import { errorText } from "../errors/mod.ts";
-import { type GroupFetcher, type TrackInfo, TrackProducer } from "../moq/mod.ts";
+import { DeliveryGaps, type GroupFetcher, type TrackInfo, TrackProducer } from "../moq/mod.ts";
 import type { RelayMetrics } from "./relay_metrics.ts";
 import type { RouteSource } from "./route_table.ts";
 
@@ -23,8 +23,12 @@ export interface UpstreamTrack {
   close(): void;
   /** Groups being received right now (fill tasks), when the source can tell. */
   inflight?(): number;
-  /** The first group the publisher said it delivers (lite-05 SUBSCRIBE_START), once known. */
-  startGroup?(): number | undefined;
+  /**
+   * Resolves once the publisher answered the subscription itself (not only
+   * the track's properties) or sent a group; a switch keeps the old upstream
+   * until then (make before break).
+   */
+  readonly answered?: Promise<void>;
   /** The track's properties as the publisher gave them (TRACK_INFO), passed on downstream. */
   readonly info?: TrackInfo | undefined;
 }
@@ -39,7 +43,11 @@ export interface DistributorOptions {
   readonly cacheSize: number;
   /** The upstream track's properties, advertised as they are (its timescale above all). */
   readonly info?: TrackInfo | undefined;
-  /** Where a FETCH the ring cannot answer goes (the broadcast's upstream, see fetch_forward.ts). */
+  /**
+   * Where a FETCH the ring cannot answer goes (the broadcast's upstream, see
+   * fetch_forward.ts); also how the distributor fills gaps in what its
+   * upstream delivered.
+   */
   readonly fetchMissing?: GroupFetcher;
   /** Metrics to update. */
   readonly metrics: RelayMetrics;
@@ -70,16 +78,28 @@ export interface DistributorOptions {
 interface Feed {
   readonly upstream: UpstreamTrack;
   readonly source: RouteSource;
-  /** The group the switch asked to continue from; undefined for the first upstream. */
-  readonly expected: number | undefined;
-  /** Whether the first group was checked for groups the switch could not recover. */
-  checked: boolean;
+  /** A switch's feed until its first group: the gaps open then are repaired at once. */
+  switched: boolean;
   /** True once its read loop finished. */
   done: boolean;
 }
 
-/** Groups between the last one received and a new upstream's first that are counted one by one. */
-const GAP_SCAN_LIMIT = 4096;
+/**
+ * How long a gap in what the upstream delivered may stay open before the
+ * distributor fetches the missing groups, ms. Each group travels on its own
+ * stream, so on a lossy link a retransmitted one lands a little after newer
+ * ones; after a route change there is nothing to wait for.
+ */
+export const GAP_REPAIR_WAIT_MS = 500;
+
+/** Most groups of one gap the distributor fetches; older ones in it are counted as lost. */
+const GAP_REPAIR_LIMIT = 1024;
+
+/**
+ * How long an old upstream is kept after a switch while the new one has not
+ * answered, ms: both feed the ring meanwhile (each sequence is taken once).
+ */
+const SWITCH_OVERLAP_MS = 5000;
 
 /**
  * Groups received from upstream within one event-loop turn go to subscribers
@@ -99,10 +119,18 @@ const GROUP_BURST_MS = 50;
  * skipped forward to the latest group.
  *
  * When the broadcast's route changes, {@link switchTo} subscribes through
- * the new route from the group after the latest one received and only then
- * releases the old upstream, so subscribers keep their subscription: the ring
- * takes each sequence once, whichever upstream delivers it, and a group that
- * neither delivers is counted as a skip.
+ * the new route from the lowest group not received and releases the old
+ * upstream only once the new one answered, so subscribers keep their
+ * subscription: the ring takes each sequence once, whichever upstream
+ * delivers it.
+ *
+ * Gaps are repaired, not skipped: a sequence missing below the highest one
+ * received (lost on a route change, dropped by an upstream that fell behind,
+ * or late beyond {@link GAP_REPAIR_WAIT_MS}) is fetched through the route
+ * (for a funnel's track that reaches its ledger) and written to the ring as
+ * a late group, which every subscriber that has not skipped past it gets.
+ * Only a group that cannot be fetched counts in `subscriber_skips_total`;
+ * repairs count in `group_repairs_total`.
  */
 export class TrackDistributor {
   /** Broadcast path without a leading slash. */
@@ -115,6 +143,9 @@ export class TrackDistributor {
   readonly #trackLabel: { track: string };
   #feed: Feed | undefined;
   #target: RouteSource | undefined;
+  readonly #gaps: DeliveryGaps;
+  #repairTimer: ReturnType<typeof setTimeout> | undefined;
+  readonly #repairs = new AbortController();
   #subscribers = 0;
   #ended = false;
   #idle: ReturnType<typeof setTimeout> | undefined;
@@ -125,6 +156,7 @@ export class TrackDistributor {
     this.path = options.path;
     this.track = options.track;
     this.#trackLabel = { track: `/${options.path}/${options.track}` };
+    this.#gaps = new DeliveryGaps(GAP_REPAIR_WAIT_MS, options.now);
     const m = options.metrics;
     const egress = m.egressBytesTotal.bind(this.#trackLabel);
     const delivery = m.groupDeliverySeconds.bind(this.#trackLabel);
@@ -190,24 +222,26 @@ export class TrackDistributor {
       return;
     }
     this.#target = source;
-    this.#begin({ upstream, source, expected: undefined, checked: true, done: false });
+    this.#begin({ upstream, source, switched: false, done: false });
   }
 
   /**
    * Moves the upstream subscription to `source` (the broadcast's new route):
-   * subscribes there from the group after the latest received, then releases
-   * the old one. If the new route refuses, a still-running old upstream is
-   * kept; otherwise the distributor ends.
+   * subscribes there from the lowest group not received (the one after the
+   * latest when nothing is missing), and releases the old one once the new
+   * one answered. If the new route refuses or does not answer, a
+   * still-running old upstream is kept; otherwise the relay is told the
+   * upstream ended ({@link DistributorOptions.onUpstreamEnd}).
    */
   async switchTo(source: RouteSource): Promise<void> {
     const open = this.#opts.open;
     if (this.#ended || this.#target === source || !open) return;
     this.#target = source;
     const latest = this.producer.latest;
-    const expected = latest === undefined ? undefined : latest + 1;
+    const from = this.#gaps.firstMissing ?? (latest === undefined ? undefined : latest + 1);
     let upstream: UpstreamTrack;
     try {
-      upstream = await open(source, expected);
+      upstream = await open(source, from);
     } catch (e) {
       if (this.#ended || this.#target !== source) return;
       const old = this.#feed;
@@ -215,6 +249,7 @@ export class TrackDistributor {
         `relay: /${this.path}/${this.track} cannot move to ${source.remote}: ${errorText(e)}`,
       );
       if (old && !old.done) this.#target = old.source;
+      else if (this.#opts.onUpstreamEnd) this.#opts.onUpstreamEnd(source);
       else this.#end();
       return;
     }
@@ -222,13 +257,13 @@ export class TrackDistributor {
       upstream.close();
       return;
     }
-    this.#begin({ upstream, source, expected, checked: expected === undefined, done: false });
+    this.#begin({ upstream, source, switched: latest !== undefined, done: false });
   }
 
   #begin(feed: Feed): void {
     const old = this.#feed;
     this.#feed = feed;
-    if (old) closeQuietly(old.upstream);
+    if (old) this.#release(old, feed);
     if (this.#subscribers === 0) this.#arm();
     this.#read(feed).then(() => this.#fed(feed), (e) => {
       if (feed === this.#feed) {
@@ -246,14 +281,22 @@ export class TrackDistributor {
     else this.#end();
   }
 
+  // Make before break: the old upstream keeps feeding the ring until the new one answered.
+  #release(old: Feed, next: Feed): void {
+    const answered = next.upstream.answered;
+    if (old.done || answered === undefined) return closeQuietly(old.upstream);
+    const timer = setTimeout(() => closeQuietly(old.upstream), SWITCH_OVERLAP_MS);
+    const close = (): void => {
+      clearTimeout(timer);
+      closeQuietly(old.upstream);
+    };
+    answered.then(close, close);
+  }
+
   async #read(feed: Feed): Promise<void> {
     const m = this.#opts.metrics;
     for await (const group of feed.upstream.groups) {
       if (this.#ended) break;
-      if (!feed.checked) {
-        feed.checked = true;
-        this.#countGap(feed, group.sequence);
-      }
       let bytes = 0;
       for (const f of group.frames) bytes += f.byteLength;
       m.ingressBytesTotal.inc(this.#trackLabel, bytes);
@@ -266,28 +309,61 @@ export class TrackDistributor {
         group.frames,
         timestamp === undefined || timestamp === 0 || timestamp === 0n ? {} : { timestamp },
       );
+      this.#gaps.sent(group.sequence);
+      if (feed.switched) {
+        // What the old route did not deliver will not come late from it: fetch it now.
+        feed.switched = false;
+        this.#repair(this.#gaps.expired(true));
+      }
+      this.#armRepair();
     }
   }
 
-  // Groups from where the switch asked to continue up to the new upstream's first, that
-  // neither upstream delivered, are lost to every subscriber: count them as skips.
-  #countGap(feed: Feed, firstSequence: number): void {
-    const expected = feed.expected;
-    if (expected === undefined) return;
-    const first = Math.min(firstSequence, feed.upstream.startGroup?.() ?? Infinity);
-    const span = first - expected;
-    if (span <= 0) return;
-    let missing = span;
-    if (span <= GAP_SCAN_LIMIT) {
-      missing = 0;
-      for (let s = expected; s < first; s++) if (!this.producer.has(s)) missing++;
+  // Fetches the gaps that stayed open past their wait when that time comes.
+  #armRepair(): void {
+    if (this.#repairTimer !== undefined || this.#ended) return;
+    const at = this.#gaps.nextDeadline();
+    if (at === undefined) return;
+    this.#repairTimer = setTimeout(() => {
+      this.#repairTimer = undefined;
+      this.#repair(this.#gaps.expired());
+      this.#armRepair();
+    }, Math.max(1, at - this.#opts.now()));
+  }
+
+  #repair(ranges: ReadonlyArray<readonly [number, number]>): void {
+    for (const [start, end] of ranges) {
+      const first = Math.max(start, end - GAP_REPAIR_LIMIT + 1);
+      if (first > start) this.#lost(first - start, `${start}..${first - 1}: too many to fetch`);
+      for (let s = first; s <= end; s++) {
+        if (!this.producer.has(s)) void this.#repairOne(s);
+      }
     }
-    if (missing === 0) return;
-    this.#opts.metrics.subscriberSkipsTotal.inc({}, missing);
-    this.#opts.log?.(
-      `relay: /${this.path}/${this.track}: ${missing} group(s) before ${first} could not be ` +
-        `recovered through ${feed.source.remote}`,
-    );
+  }
+
+  async #repairOne(sequence: number): Promise<void> {
+    const fetched = await this.#opts.fetchMissing?.(sequence, this.#repairs.signal)
+      .catch(() => undefined);
+    if (this.#ended || this.producer.has(sequence)) return;
+    if (!fetched) return this.#lost(1, `${sequence}: no route could fetch it`);
+    const ts = fetched.timestamp;
+    try {
+      this.producer.writeGroup(
+        sequence,
+        fetched.frames,
+        ts === 0 || ts === 0n ? {} : { timestamp: ts },
+      );
+    } catch (e) {
+      // A peer's answer the ring cannot take (a timestamp out of range): lost, not fatal.
+      return this.#lost(1, `${sequence}: fetched but unusable (${errorText(e)})`);
+    }
+    this.#opts.metrics.groupRepairsTotal.inc();
+  }
+
+  // Groups no upstream delivered and none could fetch are lost to every subscriber.
+  #lost(count: number, what: string): void {
+    this.#opts.metrics.subscriberSkipsTotal.inc({}, count);
+    this.#opts.log?.(`relay: /${this.path}/${this.track}: group(s) ${what}`);
   }
 
   // Nobody is left to serve: release the upstream subscription after a grace period.
@@ -314,6 +390,8 @@ export class TrackDistributor {
     if (this.#ended) return;
     this.#ended = true;
     this.#disarm();
+    if (this.#repairTimer !== undefined) clearTimeout(this.#repairTimer);
+    this.#repairs.abort();
     if (this.#feed) closeQuietly(this.#feed.upstream);
     this.producer.close();
     this.#opts.onEnd?.();

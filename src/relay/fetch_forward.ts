@@ -1,4 +1,5 @@
-import type { FetchedGroup, GroupFetcher } from "../moq/mod.ts";
+import { type FetchedGroup, type GroupFetcher, MoqError } from "../moq/mod.ts";
+import { withDeadline } from "../timers/mod.ts";
 import type { IncomingGroup } from "./distributor.ts";
 
 /** Asks a broadcast's upstream session for one group of a track (a lite-05 FETCH). */
@@ -56,7 +57,13 @@ export function forwardFetches(
     while (inflight >= maxInflight) await new Promise<void>((resolve) => waiting.push(resolve));
     inflight++;
     try {
-      const group = await fetch(track, sequence, { signal: AbortSignal.timeout(timeoutMs) });
+      // The signal cancels the request; the deadline also covers a peer that never answers
+      // the TRACK a lite-05 FETCH starts with, which the signal does not reach.
+      const group = await withDeadline(
+        fetch(track, sequence, { signal: AbortSignal.timeout(timeoutMs) }),
+        timeoutMs,
+        () => new MoqError("closed", `FETCH of group ${sequence}: no answer in time`),
+      );
       const timestamp = group.exactTimestamp ?? group.timestamp ?? 0;
       return { frames: group.frames, timestamp };
     } catch {

@@ -1,5 +1,6 @@
 import { errorText } from "../errors/mod.ts";
-import { TrackProducer } from "../moq/mod.ts";
+import { MoqError, TrackProducer } from "../moq/mod.ts";
+import { withDeadline } from "../timers/mod.ts";
 import { TrackDistributor, type UpstreamTrack } from "./distributor.ts";
 import { forwardFetches, upstreamFetch } from "./fetch_forward.ts";
 import type { RelayMetrics } from "./relay_metrics.ts";
@@ -16,6 +17,18 @@ export class SubscribeError extends Error {
     this.name = "SubscribeError";
     this.code = code;
   }
+}
+
+/**
+ * Longest wait for an upstream TRACK or SUBSCRIBE to be answered, ms: a
+ * peer that never answers fails the request (and its subscriber's) instead
+ * of holding it, and a route switch to it, forever.
+ */
+export const UPSTREAM_ANSWER_MS = 5000;
+
+/** The error of an upstream request that was not answered in time. */
+function unanswered(what: string): () => MoqError {
+  return () => new MoqError("closed", `${what}: no answer within ${UPSTREAM_ANSWER_MS / 1000} s`);
 }
 
 /** What TRACK is answered with when the route's source cannot tell the track's properties. */
@@ -162,7 +175,11 @@ export class RelayCore {
     if (!asked) return Promise.resolve(DEFAULT_PROPERTIES);
     let pending = this.#asking.get(key);
     if (!pending) {
-      pending = asked.call(source, track).then(
+      pending = withDeadline(
+        asked.call(source, track),
+        UPSTREAM_ANSWER_MS,
+        unanswered(`TRACK of "${path}/${track}" from ${source.remote}`),
+      ).then(
         (info) => new TrackProducer({ ...info, cache: 1 }),
         (e: unknown) => Promise.reject(upstreamFailure(path, track, e)),
       ).finally(() => this.#asking.delete(key));
@@ -183,7 +200,12 @@ export class RelayCore {
     m.trackUpstreamRequestsTotal.inc(labels);
     const started = this.#opts.now();
     try {
-      return await source.subscribe(track, start === undefined ? {} : { start });
+      return await withDeadline(
+        source.subscribe(track, start === undefined ? {} : { start }),
+        UPSTREAM_ANSWER_MS,
+        unanswered(`SUBSCRIBE to "${path}/${track}" through ${source.remote}`),
+        (late) => late.close(),
+      );
     } catch (e) {
       m.trackUpstreamRequestErrorsTotal.inc(labels);
       throw upstreamFailure(path, track, e);

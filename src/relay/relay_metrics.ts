@@ -35,6 +35,7 @@ export interface RelayMetrics {
   readonly groupFillsInflight: Gauge;
   readonly groupDeliverySeconds: Histogram;
   readonly subscriberSkipsTotal: Counter;
+  readonly groupRepairsTotal: Counter;
   readonly subscribeErrorsTotal: Counter;
   readonly datagramGroupsTotal: Counter;
   readonly datagramFallbacksTotal: Counter;
@@ -170,6 +171,11 @@ export function createRelayMetrics(registry: Registry = new Registry()): RelayMe
     subscriberSkipsTotal: c(
       "subscriber_skips_total",
       "Subscribers skipped forward after falling behind the ring buffer.",
+    ),
+    // Beyond the spec: gaps filled instead of skipped (a route change, a lost or dropped group).
+    groupRepairsTotal: c(
+      "group_repairs_total",
+      "Groups missing from a track's upstream that the relay fetched through its route instead.",
     ),
     subscribeErrorsTotal: c(
       "subscribe_errors_total",

@@ -97,7 +97,7 @@ async function upstream(
     groups: sub,
     close: () => sub.close(),
     inflight: () => sub.receiving,
-    startGroup: () => sub.startGroup,
+    answered: sub.answered,
     info: sub.info,
   };
 }

@@ -22,4 +22,5 @@ export const systemTimers: Timers = {
 export { Deadlines, type DeadlinesOptions } from "./deadlines.ts";
 export { Backoff, type BackoffOptions } from "./backoff.ts";
 export { sleep } from "./sleep.ts";
+export { withDeadline } from "./deadline.ts";
 export { afterTurn } from "./after_turn.ts";

@@ -37,6 +37,7 @@ export {
   type QuicSessionOptions,
 } from "./quic.ts";
 export { H3_ALPN, listen, type Listener, type ListenOptions } from "./listener.ts";
+export { DEAD_PEER_MS, IDLE_TIMEOUT_MS, keepAliveFor } from "./liveness.ts";
 export type { Timers } from "./h3/connection.ts";
 export type { HeaderField } from "./h3/qpack.ts";
 export {

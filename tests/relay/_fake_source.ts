@@ -11,8 +11,8 @@ export interface FakeUpstream {
   readonly start: number | undefined;
   readonly groups: BackpressureQueue<IncomingGroup>;
   closed: boolean;
-  /** What SUBSCRIBE_START would say, when the test sets it. */
-  startGroup?: number;
+  /** Answers the subscription (SUBSCRIBE_START): a switch releases the old upstream then. */
+  answer(): void;
 }
 
 /** A route source whose upstreams the test feeds by hand. */
@@ -21,8 +21,16 @@ export class FakeSource implements RouteSource {
   readonly hops: number;
   readonly upstreams: FakeUpstream[] = [];
   fail = false;
+  /** SUBSCRIBE is never answered (a stuck peer). */
+  stall = false;
+  /** Upstreams are answered as soon as they open (else by `answer()`). */
+  autoAnswer = true;
   dead = false;
   rtt: number | undefined;
+  /** Groups a FETCH through this source finds (the far side's ledger or ring). */
+  readonly held = new Map<number, IncomingGroup>();
+  /** Sequences fetched through this source, in order. */
+  readonly fetched: number[] = [];
 
   constructor(hops = 0, remote = "192.0.2.1:5000") {
     this.hops = hops;
@@ -36,12 +44,17 @@ export class FakeSource implements RouteSource {
 
   subscribe(track: string, options: { start?: number } = {}): Promise<UpstreamTrack> {
     if (this.fail) return Promise.reject(new Error("track does not exist"));
+    if (this.stall) return new Promise(() => {});
+    let answer = () => {};
+    const answered = new Promise<void>((resolve) => (answer = resolve));
     const u: FakeUpstream = {
       track,
       start: options.start,
       groups: new BackpressureQueue<IncomingGroup>(Infinity),
       closed: false,
+      answer,
     };
+    if (this.autoAnswer) answer();
     this.upstreams.push(u);
     return Promise.resolve({
       groups: u.groups,
@@ -49,8 +62,14 @@ export class FakeSource implements RouteSource {
         u.closed = true;
         u.groups.end();
       },
-      startGroup: () => u.startGroup,
+      answered,
     });
+  }
+
+  fetch(_track: string, sequence: number): Promise<IncomingGroup> {
+    this.fetched.push(sequence);
+    const g = this.held.get(sequence);
+    return g ? Promise.resolve(g) : Promise.reject(new Error(`group ${sequence} not found`));
   }
 
   rttMs(): number | undefined {

@@ -60,7 +60,6 @@ export async function startMeshRelay(
     KEY_FILE: files.key,
     PEER_CA_FILE: files.cert,
     RELAY_NAME: name,
-    GROUP_CACHE_SIZE: "32",
     ...(peerList.length ? { PEERS: peerList.join(",") } : {}),
     ...env,
   });

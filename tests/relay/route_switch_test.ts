@@ -63,17 +63,14 @@ Deno.test("when the route's session dies the alternate is promoted and unrecover
   annA.end();
   await settle();
   assert.equal(b.upstreams[0]?.start, 5);
-  // The alternate's relay still has 7 on; 5 and 6 are gone for good.
-  b.upstreams[0]!.startGroup = 7;
+  // The alternate's relay still has 7 on; 5 and 6 are gone for good (FETCH finds neither).
   b.last.push(group(7));
   b.last.push(group(8));
   assert.deepEqual(await take(sub, 2), [7, 8]);
   assert.equal(metrics.subscriberSkipsTotal.value(), 2);
   assert.equal(metrics.routePromotionsTotal.value(), 1);
-  assert.ok(
-    logs.some((l) => l.includes("2 group(s) before 7 could not be recovered")),
-    logs.join("\n"),
-  );
+  assert.deepEqual(b.fetched, [5, 6], "the missing groups were asked of the new route");
+  assert.ok(logs.some((l) => l.includes("5: no route could fetch it")), logs.join("\n"));
   sub.close();
 });
 
@@ -117,4 +114,99 @@ Deno.test("a route that refuses the track leaves the distributor on its still-wo
   assert.deepEqual(await take(sub, 1), [2]);
   assert.ok(logs.some((l) => l.includes("cannot move to 192.0.2.9:9")), logs.join("\n"));
   sub.close();
+});
+
+Deno.test("a group lost on a route change is fetched through the new route, not skipped", async () => {
+  const { core, metrics } = setup();
+  const a = new FakeSource(1, "192.0.2.1:1");
+  const b = new FakeSource(1, "192.0.2.2:2");
+  const annA = core.routes.announce("b", a);
+  core.routes.announce("b", b);
+  const sub = (await core.source("b", "t")).cursor(undefined, 16);
+  // 3 is still on its way when the route's session dies.
+  for (const s of [1, 2, 4]) a.last.push(group(s));
+  assert.deepEqual(await take(sub, 3), [1, 2, 4]);
+  a.dead = true;
+  a.last.end(new Error("connection lost"));
+  annA.end();
+  await settle();
+  assert.equal(b.upstreams[0]?.start, 3, "the new route is asked from the lowest group missing");
+  // The new route's relay no longer holds 3 in its ring; its ledger does (FETCH).
+  b.held.set(3, group(3));
+  b.last.push(group(5));
+  assert.deepEqual((await take(sub, 2)).sort(), [3, 5]);
+  assert.deepEqual(b.fetched, [3]);
+  assert.equal(metrics.groupRepairsTotal.value(), 1);
+  assert.equal(metrics.subscriberSkipsTotal.value(), 0, "nothing was lost");
+  sub.close();
+});
+
+Deno.test("a gap on a working route is fetched once it stayed open past the wait", async () => {
+  const { core, metrics } = setup();
+  const a = new FakeSource(0);
+  core.routes.announce("b", a);
+  const sub = (await core.source("b", "t")).cursor(undefined, 16);
+  a.held.set(3, group(3));
+  a.held.set(6, group(6));
+  for (const s of [1, 2, 4]) a.last.push(group(s));
+  assert.deepEqual(await take(sub, 3), [1, 2, 4]);
+  // 5 is late but lands within the wait: only 3 and 6 need fetching.
+  a.last.push(group(7));
+  a.last.push(group(5));
+  assert.deepEqual(await take(sub, 2), [7, 5]);
+  assert.deepEqual(a.fetched, [], "nothing is fetched before the wait for late groups is over");
+  assert.deepEqual((await take(sub, 2)).sort(), [3, 6]);
+  assert.deepEqual(a.fetched, [3, 6]);
+  assert.equal(metrics.groupRepairsTotal.value(), 2);
+  assert.equal(metrics.subscriberSkipsTotal.value(), 0);
+  sub.close();
+});
+
+Deno.test("the old upstream keeps feeding until the new route answered its SUBSCRIBE", async () => {
+  const { core, metrics } = setup();
+  const far = new FakeSource(2, "192.0.2.1:1");
+  const near = new FakeSource(1, "192.0.2.2:2");
+  near.autoAnswer = false;
+  core.routes.announce("b", far);
+  const sub = (await core.source("b", "t")).cursor(undefined, 16);
+  far.last.push(group(1));
+  assert.deepEqual(await take(sub, 1), [1]);
+  core.routes.announce("b", near);
+  await settle();
+  assert.equal(near.upstreams.length, 1);
+  assert.equal(far.upstreams[0]?.closed, false, "kept while the new route is silent");
+  far.last.push(group(2));
+  assert.deepEqual(await take(sub, 1), [2]);
+  near.upstreams[0]!.answer();
+  await settle();
+  assert.equal(far.upstreams[0]?.closed, true, "released once the new route answered");
+  near.last.push(group(3));
+  assert.deepEqual(await take(sub, 1), [3]);
+  assert.equal(metrics.subscriberSkipsTotal.value(), 0);
+  sub.close();
+});
+
+Deno.test("a route that never answers does not hold a later switch, and fails its own request", async () => {
+  const { core } = setup();
+  const far = new FakeSource(2, "192.0.2.1:1");
+  const stuck = new FakeSource(1, "192.0.2.2:2");
+  const near = new FakeSource(0, "192.0.2.3:3");
+  stuck.stall = true;
+  core.routes.announce("b", far);
+  const sub = (await core.source("b", "t")).cursor(undefined, 16);
+  far.last.push(group(1));
+  assert.deepEqual(await take(sub, 1), [1]);
+  core.routes.announce("b", stuck); // the switch there hangs
+  await settle();
+  core.routes.announce("b", near); // and this one goes ahead anyway
+  await settle();
+  assert.equal(near.upstreams[0]?.start, 2);
+  near.last.push(group(2));
+  assert.deepEqual(await take(sub, 1), [2]);
+  sub.close();
+  // A new track whose only route never answers: the subscriber's request fails in time.
+  const lone = new FakeSource(0, "192.0.2.4:4");
+  lone.stall = true;
+  core.routes.announce("quiet", lone);
+  await assert.rejects(core.source("quiet", "t"), /no answer within/);
 });

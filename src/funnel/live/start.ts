@@ -66,7 +66,7 @@ export interface LiveOptions {
   readonly relayCertificateHashes?: readonly Uint8Array[];
   /** Wall clock in ms. */
   readonly now?: () => number;
-  /** QUIC idle timeout of the relay session (native QUIC and WebTransport), ms (default 10000). */
+  /** QUIC idle timeout of the relay session (native QUIC and WebTransport), ms (default 1000). */
   readonly relayIdleTimeoutMs?: number;
   /** Told of every relay state change. */
   readonly onRelayState?: (state: RelayState) => void;

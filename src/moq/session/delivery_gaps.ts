@@ -28,6 +28,11 @@ export class DeliveryGaps {
     return this.#highest;
   }
 
+  /** The lowest sequence still missing, if any gap is open. */
+  get firstMissing(): number | undefined {
+    return this.#gaps[0]?.start;
+  }
+
   /** Number of open gaps. */
   get open(): number {
     return this.#gaps.length;

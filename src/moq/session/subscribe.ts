@@ -106,12 +106,14 @@ async function runSubscribe(
           };
           sub._accept();
         }
+        sub._answer();
       } else if (resp.kind === "end") {
         sub._endGroup = Math.min(resp.group, sub._endGroup ?? Infinity);
       } else if (resp.kind === "start") {
         sub._startGroup ??= resp.group;
       }
       if (resp.kind === "drop") sub._drop(resp.start, resp.end);
+      if (core.version === "moq-lite-05") sub._answer();
       first = false;
     }
     // A publisher always answers before finishing (lite-04 SUBSCRIBE_OK, lite-05

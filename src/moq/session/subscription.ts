@@ -22,6 +22,13 @@ export class Subscription implements AsyncIterable<ReceivedGroup> {
   readonly id: bigint;
   /** Resolves once the publisher accepted (lite-04 SUBSCRIBE_OK, lite-05 TRACK_INFO); rejects with a MoqError. */
   readonly ready: Promise<void>;
+  /**
+   * Resolves once the publisher answered the SUBSCRIBE itself (lite-04
+   * SUBSCRIBE_OK; lite-05 SUBSCRIBE_START, END or DROP) or delivered a
+   * group: on lite-05, {@linkcode ready} only means the track exists
+   * (TRACK_INFO). Rejects like `ready` when the subscription ends first.
+   */
+  readonly answered: Promise<void>;
   /** The publisher's track properties once known. */
   info: TrackInfo | undefined;
   /** Groups dropped because we did not keep up. */
@@ -55,6 +62,9 @@ export class Subscription implements AsyncIterable<ReceivedGroup> {
   #resolveReady!: () => void;
   #rejectReady!: (err: unknown) => void;
   #accepted = false;
+  #resolveAnswered!: () => void;
+  #rejectAnswered!: (err: unknown) => void;
+  #answered = false;
   #grace: ReturnType<typeof setTimeout> | undefined;
 
   /** @internal */
@@ -68,8 +78,13 @@ export class Subscription implements AsyncIterable<ReceivedGroup> {
       this.#resolveReady = resolve;
       this.#rejectReady = reject;
     });
+    this.answered = new Promise<void>((resolve, reject) => {
+      this.#resolveAnswered = resolve;
+      this.#rejectAnswered = reject;
+    });
     // Callers that never await ready must not see an unhandled rejection; iterating reports the error.
     this.ready.catch(() => {});
+    this.answered.catch(() => {});
   }
 
   /** @internal */
@@ -77,6 +92,13 @@ export class Subscription implements AsyncIterable<ReceivedGroup> {
     if (this.#accepted) return;
     this.#accepted = true;
     this.#resolveReady();
+  }
+
+  /** @internal The publisher answered the SUBSCRIBE (or sent a group). */
+  _answer(): void {
+    if (this.#answered) return;
+    this.#answered = true;
+    this.#resolveAnswered();
   }
 
   /** Ranges (inclusive) the publisher said it will never deliver (SUBSCRIBE_DROP; the latest 64). */
@@ -113,6 +135,7 @@ export class Subscription implements AsyncIterable<ReceivedGroup> {
     if (this._queue.ended) return false;
     if (this._current.end !== undefined && group.sequence > this._current.end) return false;
     if (!this.#seen.add(group.sequence)) return false;
+    this._answer();
     if (group.sequence < this.#lowest) this.#lowest = group.sequence;
     while (this._queue.size >= this.#limit) {
       this._queue.shift();
@@ -128,6 +151,10 @@ export class Subscription implements AsyncIterable<ReceivedGroup> {
     this.#grace = undefined;
     if (!this.#accepted) {
       this.#rejectReady(error ?? new MoqError("closed", "Subscription ended before it started"));
+    }
+    if (!this.#answered) {
+      this.#answered = true;
+      this.#rejectAnswered(error ?? new MoqError("closed", "Subscription ended unanswered"));
     }
     this._queue.end(error);
     this._onClose();
