@@ -88,7 +88,8 @@ export interface WriteGroupOptions {
  * its own stream, so a retransmitted group can arrive after newer ones. A late
  * group is taken (once: a sequence already seen is refused) and reaches every
  * cursor that has not skipped past it; new subscribers get the cached groups
- * in sequence order.
+ * in sequence order. A cursor that falls behind skips by sequence, never by
+ * arrival (see {@linkcode TrackCursor}), so a late group cannot throw it back.
  *
  * @example
  * ```ts
@@ -118,6 +119,16 @@ export class TrackProducer {
   readonly #waiters = new Set<() => void>();
   #stale = 0;
   #late = 0;
+  // Writes below some open cursor's start (sequence < #maxFloor when written),
+  // by arrival index: a cursor that fell out of the ring must not count
+  // evicted groups it never asked for, and their sequences went with them.
+  // Complete from arrival #lowFrom on; cleared when the last cursor closes.
+  // Small in the common case: a cursor starts at or below the latest, so
+  // only late groups land here.
+  #maxFloor = -1;
+  #lowFrom = 0;
+  readonly #lowIndex: number[] = [];
+  readonly #lowSequence: number[] = [];
 
   /** Makes an empty, open track. */
   constructor(options: TrackProducerOptions = {}) {
@@ -249,6 +260,7 @@ export class TrackProducer {
     const now = this.#clock();
     const timestamp = given ?? BigInt(Math.max(0, Math.round(now * this.info.timescale / 1000)));
     const group = new CachedGroup(sequence, frames, timestamp, this.#written++, now);
+    if (sequence < this.#maxFloor) this.#logLow(group);
     this.#ring.push(group);
     while (
       this.#ring.length > this.#cacheSize &&
@@ -256,6 +268,36 @@ export class TrackProducer {
     ) this.#ring.shift();
     this.#signal();
     return true;
+  }
+
+  #logLow(group: CachedGroup): void {
+    this.#lowIndex.push(group.index);
+    this.#lowSequence.push(group.sequence);
+    if (this.#lowIndex.length <= 2 * LOW_LOG_SIZE) return;
+    // Amortised: drop the older half at once. A cursor still behind what
+    // was dropped counts those evicted groups as skipped (it cannot tell).
+    this.#lowFrom = this.#lowIndex[LOW_LOG_SIZE - 1]! + 1;
+    this.#lowIndex.splice(0, LOW_LOG_SIZE);
+    this.#lowSequence.splice(0, LOW_LOG_SIZE);
+  }
+
+  // Nobody reads: nothing logged so far concerns any cursor.
+  #forgetLow(): void {
+    this.#maxFloor = -1;
+    this.#lowFrom = this.#written;
+    this.#lowIndex.length = 0;
+    this.#lowSequence.length = 0;
+  }
+
+  // Of the arrivals [from, to) (evicted ones), how many are below `floor`, as far as the log knows.
+  #evictedBelow(from: number, to: number, floor: number): number {
+    let n = 0;
+    for (let i = 0; i < this.#lowIndex.length; i++) {
+      const index = this.#lowIndex[i]!;
+      if (index >= to) break;
+      if (index >= from && this.#lowSequence[i]! < floor) n++;
+    }
+    return n;
   }
 
   /** True when group `sequence` was written, or is too far below the highest to tell. */
@@ -295,14 +337,17 @@ export class TrackProducer {
    * A reader of the groups from sequence `start` on: the cached ones in
    * sequence order, then every group written later, in arrival order. With
    * no `start` it begins at the latest group (or the first group to come).
-   * Groups below its start never reach it, even when they arrive late.
+   * Groups below its start never reach it, even when they arrive late, and
+   * are not counted as skipped. A reader more than `queueLimit` groups behind
+   * skips ahead (see {@linkcode TrackCursor}).
    */
   cursor(start?: number, queueLimit = 16): TrackCursor {
     const latest = this.latest;
     const floor = start ?? latest ?? 0;
+    // With no start the floor is the latest sequence, so this holds at most that one group.
     const backlog = this.#ring.filter((g) => g.sequence >= floor);
-    if (start === undefined) backlog.splice(0, backlog.length - 1);
     backlog.sort((a, b) => a.sequence - b.sequence);
+    this.#maxFloor = Math.max(this.#maxFloor, floor);
     this.#cursors++;
     this.#observer?.attached?.();
     return new TrackCursor(this, {
@@ -311,7 +356,7 @@ export class TrackProducer {
       index: this.#written,
       limit: Math.max(1, queueLimit),
       release: () => {
-        this.#cursors--;
+        if (--this.#cursors === 0) this.#forgetLow();
         this.#observer?.detached?.();
       },
     });
@@ -335,6 +380,9 @@ export class TrackProducer {
         const group = this.#at(index);
         return group !== undefined && this.#young(group);
       },
+      evictedBelow: (from, to, floor) =>
+        // Arrivals the log no longer covers are counted as not below: skipped.
+        this.#evictedBelow(Math.max(from, this.#lowFrom), to, floor),
       observer: this.#observer,
     };
   }
@@ -342,6 +390,10 @@ export class TrackProducer {
 }
 
 const NEVER = new AbortController().signal;
+
+// Writes below a cursor's start remembered for cursors that fall out of the
+// ring (between this many and twice as many).
+const LOW_LOG_SIZE = 1024;
 
 function checkedTimestamp(value: number | bigint): bigint {
   const ts = typeof value === "bigint" ? value : Number.isSafeInteger(value) ? BigInt(value) : -1n;
@@ -360,6 +412,12 @@ interface TrackReader {
   onChange(callback: () => void): void;
   /** Whether the group at arrival index `index` is within the burst window. */
   young(index: number): boolean;
+  /**
+   * How many of the arrivals `from` to `to` (exclusive, evicted from the
+   * ring) had a sequence below `floor`, where `floor` is the start of a
+   * cursor open since before `from`.
+   */
+  evictedBelow(from: number, to: number, floor: number): number;
   readonly observer: TrackObserver | undefined;
 }
 
@@ -371,18 +429,46 @@ interface CursorStart {
   readonly backlog: CachedGroup[];
   /** The arrival index of the first group written after the cursor was made. */
   readonly index: number;
-  /** How far behind the cursor may fall before it skips to the latest. */
+  /** How far behind the cursor may fall before it skips ahead. */
   readonly limit: number;
   /** Runs once when the cursor is closed. */
   readonly release: () => void;
 }
 
-/** One subscriber's position in a {@linkcode TrackProducer}. */
+/**
+ * One subscriber's position in a {@linkcode TrackProducer}: the cached groups
+ * from its start in sequence order, then the groups written later in arrival
+ * order, late ones included (a late group below the highest delivered still
+ * comes, as long as the cursor has not skipped past it).
+ *
+ * A cursor falls behind when more groups have arrived for it than its queue
+ * limit (and the one it is at is older than the producer's `burstMs`), or
+ * when the ring dropped groups it had not read. It then skips to the group
+ * with the newest *sequence* among the ring's arrivals it has not read,
+ * delivers that one next, and never delivers a sequence below it afterwards
+ * (its skip point), even one that arrives later. Arrival order plays no part:
+ * a retransmitted old group arriving last cannot throw it back.
+ *
+ * Counting ({@linkcode TrackCursor.skipped} and
+ * {@linkcode TrackObserver.skipped}): every group at or above the cursor's
+ * start that it will not deliver because of a skip counts once. That is,
+ * at the skip, the unread arrivals passed over (one report for all of them,
+ * evicted ones included), and afterwards each late group below the skip
+ * point (one report each). A group below the cursor's start is never
+ * counted: it was not asked for. Hence once drained, delivered plus skipped
+ * is exactly the cached groups it started with plus the groups written since
+ * at or above its start. (One bound: the producer remembers the sequences of
+ * its last 1024 to 2048 writes below an open cursor's start; should older
+ * ones be evicted before a cursor read them, they count as skipped.)
+ */
 export class TrackCursor {
   readonly #track: TrackProducer;
   readonly #reader: TrackReader;
   readonly #limit: number;
+  // The subscriber's start: groups below it are not its business (never counted).
   readonly #floor: number;
+  // The lowest sequence it may deliver: its start, raised by each skip to the skip point.
+  #min: number;
   #backlog: CachedGroup[];
   #index: number;
   #skipped = 0;
@@ -393,18 +479,21 @@ export class TrackCursor {
     this.#track = track;
     this.#reader = track._reader;
     this.#floor = start.floor;
+    this.#min = start.floor;
     this.#index = start.index;
     this.#limit = start.limit;
     this.#release = start.release;
     this.#backlog = start.backlog;
-    // More cached groups than the queue allows: start at the newest, as a live skip would.
+    // More cached groups than the queue allows: start at the newest sequence
+    // (the backlog is sorted by sequence), as a live skip would.
     if (this.#backlog.length > this.#limit) {
-      this.#skip(this.#backlog.length - 1);
       this.#backlog = this.#backlog.slice(-1);
+      this.#min = this.#backlog[0]!.sequence;
+      this.#skip(start.backlog.length - 1);
     }
   }
 
-  /** Groups skipped because this reader fell behind. */
+  /** Groups at or above its start this reader will not deliver because it fell behind. */
   get skipped(): number {
     return this.#skipped;
   }
@@ -426,20 +515,46 @@ export class TrackCursor {
     for (;;) {
       const written = r.written();
       if (this.#index >= written) return undefined;
-      // Behind by more than the queue allows (or past the cache): jump to the latest.
-      // A burst that has only just arrived is not falling behind.
+      // Behind by more than the queue allows (or past the cache). A burst
+      // that has only just arrived is not falling behind.
       if (
         this.#index < r.oldest() ||
         (written - this.#index > this.#limit && !r.young(this.#index))
-      ) {
-        const target = written - 1;
-        this.#skip(target - this.#index);
-        this.#index = target;
-      }
-      const group = r.at(this.#index++);
-      // A late group below this subscriber's start is not part of what it asked for.
-      if (group && group.sequence >= this.#floor) return group;
+      ) return this.#skipAhead(written);
+      const group = r.at(this.#index++)!;
+      if (group.sequence >= this.#min) return group;
+      // Below the start: not asked for. Below only the skip point: withheld by the skip.
+      if (group.sequence >= this.#floor) this.#skip(1);
     }
+  }
+
+  // Passes over every unread arrival but the one with the newest sequence,
+  // which it returns (undefined when none is at or above the skip point).
+  // The one scan of the ring is paid per skip, not per group.
+  #skipAhead(written: number): CachedGroup | undefined {
+    const r = this.#reader;
+    const oldest = r.oldest();
+    let passed = 0;
+    if (this.#index < oldest) {
+      passed = oldest - this.#index - r.evictedBelow(this.#index, oldest, this.#floor);
+      this.#index = oldest;
+    }
+    let target: CachedGroup | undefined;
+    for (let i = this.#index; i < written; i++) {
+      const group = r.at(i)!;
+      if (group.sequence < this.#floor) continue;
+      passed++;
+      if (group.sequence >= this.#min && (!target || group.sequence > target.sequence)) {
+        target = group;
+      }
+    }
+    this.#index = written;
+    if (target) {
+      passed--;
+      this.#min = target.sequence;
+    }
+    if (passed > 0) this.#skip(passed);
+    return target;
   }
 
   /** Waits for the next group; undefined when the track closed (or `signal` aborted). */

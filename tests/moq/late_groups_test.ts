@@ -68,6 +68,47 @@ Deno.test("a cursor behind by more than its queue skips to the latest, counting 
   assert.equal(attached, 0, "closing twice detaches once");
 });
 
+Deno.test("a cursor that falls behind skips to the newest sequence, not the newest arrival", () => {
+  const skipped: number[] = [];
+  const track = new TrackProducer({ cache: 32, observer: { skipped: (n) => skipped.push(n) } });
+  const c = track.cursor(1, 4);
+  // 1..10, with 3 retransmitted and arriving last: ten pending, more than the queue (4).
+  for (const s of [1, 2, 4, 5, 6, 7, 8, 9, 10, 3]) track.writeGroup(s, t(`${s}`));
+  assert.deepEqual(drain(c), [10], "the newest sequence, and nothing below it after it");
+  assert.equal(c.skipped, 9, "the nine pending groups passed over");
+  assert.deepEqual(skipped, [9]);
+  // Past the skip, the cursor keeps up again and takes late groups above its skip point.
+  track.writeGroup(12, t("12"));
+  track.writeGroup(11, t("11"));
+  assert.deepEqual(drain(c), [12, 11]);
+  assert.equal(c.skipped, 9);
+});
+
+Deno.test("a late group below a cursor's skip point is withheld and counted; below its start it is not counted", () => {
+  const skipped: number[] = [];
+  const track = new TrackProducer({ cache: 32, observer: { skipped: (n) => skipped.push(n) } });
+  const c = track.cursor(2, 4);
+  for (const s of [2, 4, 5, 6, 7, 8, 9, 10]) track.writeGroup(s, t(`${s}`));
+  assert.deepEqual(drain(c), [10]);
+  assert.equal(c.skipped, 7);
+  track.writeGroup(3, t("3")); // below the skip point (10): withheld because of the skip
+  track.writeGroup(1, t("1")); // below the start (2): never asked for
+  track.writeGroup(11, t("11"));
+  assert.deepEqual(drain(c), [11]);
+  assert.equal(c.skipped, 8);
+  assert.deepEqual(skipped, [7, 1]);
+});
+
+Deno.test("a cursor that fell out of the ring counts the evicted groups it missed, except those below its start", () => {
+  const track = new TrackProducer({ cache: 2 });
+  const c = track.cursor(5, 64);
+  // 1 and 2 are below the start; 5..8 arrive; 3 is late and below it too.
+  for (const s of [1, 5, 2, 6, 7, 3, 8]) track.writeGroup(s, t(`${s}`));
+  assert.equal(track.cached, 2);
+  assert.deepEqual(drain(c), [8], "the ring holds 3 and 8: the newest sequence is 8");
+  assert.equal(c.skipped, 3, "5, 6 and 7 were evicted unread; 1, 2 and 3 were never asked for");
+});
+
 Deno.test("a backlog longer than the queue starts at the newest cached group", () => {
   const track = new TrackProducer({ cache: 32 });
   for (let s = 1; s <= 20; s++) track.writeGroup(s, t(`${s}`));
