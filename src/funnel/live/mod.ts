@@ -25,8 +25,9 @@
  *   expires (signed ones after their lifetime, a `jwt` from RELAY_URL at its
  *   `exp`) and redials with a fresh one, rather than relying on the relay.
  *   A dial gives up after 10 s; a vanished relay or a silent link is
- *   noticed after a 10 s idle timeout, native QUIC and WebTransport alike
- *   (keep-alives every ~3 s), then redialed 2 s later. Only broadcasts under
+ *   noticed 1.25 s after its last packet (1 s idle timeout, keep-alives
+ *   every 250 ms), native QUIC and WebTransport alike, then redialed 2 s
+ *   later. Only broadcasts under
  *   RELAY_PUBLISH are announced when signing. RELAY_TLS_INSECURE works only
  *   when the process runs with `--unsafely-ignore-certificate-errors`
  *   (Deno's QUIC has no per-connection switch); use RELAY_CA_FILE instead.
