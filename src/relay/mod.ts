@@ -13,7 +13,6 @@ export { RelayCore, SubscribeError } from "./relay_core.ts";
 export { runRelay, type RunRelayIo } from "./run.ts";
 export { runRelayCommand } from "./command.ts";
 export {
-  hostPort,
   type PeerCredential,
   type PeerEntry,
   Peers,

@@ -131,6 +131,7 @@ export class PeerLink {
       session = await this.#opts.dial();
     } catch (e) {
       this.#dialing = false;
+      if (this.#stopped) return; // stopped while dialing (its address is gone): nothing to retry
       m.peerDialAttemptsTotal.inc({ peer, result: "error" });
       if (e instanceof SelfDialError) {
         this.#opts.log(`relay: peer ${peer} is this relay; not dialing it again`);

@@ -85,6 +85,8 @@ export interface RelayOptions {
   readonly peerTransport?: PeerTransport;
   /** Resolves PEERS names (default the system resolver). */
   readonly resolve?: Resolver;
+  /** Longest wait for one peer dial, transport and moq handshake, ms (default 10000). */
+  readonly peerDialTimeoutMs?: number;
   /** GOAWAY_REDIRECT_URI, sent in GOAWAY when the relay drains (default none). */
   readonly goawayUri?: string;
 }
@@ -172,6 +174,10 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
     sessions,
     transport: options.peerTransport ?? peerTransport(options.peerCaCerts),
     ...(options.resolve ? { resolve: options.resolve } : {}),
+    ...(options.peerDialTimeoutMs !== undefined
+      ? { dialTimeoutMs: options.peerDialTimeoutMs }
+      : {}),
+    routes: core.routes,
     metrics,
     now,
     log,
