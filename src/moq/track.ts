@@ -65,8 +65,12 @@ export interface TrackObserver {
   detached?(): void;
   /** A cursor handed `group` to its subscriber. */
   delivered?(group: CachedGroup): void;
-  /** A cursor skipped `count` groups because its subscriber fell behind. */
-  skipped?(count: number): void;
+  /**
+   * A cursor withheld `count` groups from its subscriber: `forward` when it
+   * skipped forward because the subscriber fell behind, false for a late
+   * group that arrived below the point it had skipped to.
+   */
+  skipped?(count: number, forward: boolean): void;
 }
 
 /** Options for {@linkcode TrackProducer.writeGroup}. */
@@ -498,9 +502,9 @@ export class TrackCursor {
     return this.#skipped;
   }
 
-  #skip(count: number): void {
+  #skip(count: number, forward = true): void {
     this.#skipped += count;
-    this.#reader.observer?.skipped?.(count);
+    this.#reader.observer?.skipped?.(count, forward);
   }
 
   /** The next group without waiting, or undefined if none is ready. */
@@ -524,7 +528,7 @@ export class TrackCursor {
       const group = r.at(this.#index++)!;
       if (group.sequence >= this.#min) return group;
       // Below the start: not asked for. Below only the skip point: withheld by the skip.
-      if (group.sequence >= this.#floor) this.#skip(1);
+      if (group.sequence >= this.#floor) this.#skip(1, false);
     }
   }
 

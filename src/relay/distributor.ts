@@ -129,8 +129,11 @@ const GROUP_BURST_MS = 50;
  * or late beyond {@link GAP_REPAIR_WAIT_MS}) is fetched through the route
  * (for a funnel's track that reaches its ledger) and written to the ring as
  * a late group, which every subscriber that has not skipped past it gets.
- * Only a group that cannot be fetched counts in `subscriber_skips_total`;
- * repairs count in `group_repairs_total`.
+ * A gap that cannot be fetched counts once in `subscriber_skips_total`
+ * (its subscribers skip forward over it), as does each subscriber that
+ * falls behind and skips forward; repairs count in `group_repairs_total`.
+ * The first group of a gap is fetched before the rest, so a route that
+ * cannot fetch costs one request per gap.
  */
 export class TrackDistributor {
   /** Broadcast path without a leading slash. */
@@ -180,7 +183,10 @@ export class TrackDistributor {
           egress(group.size);
           delivery(Math.max(0, this.#opts.now() - group.writtenAt) / 1000);
         },
-        skipped: () => m.subscriberSkipsTotal.inc(),
+        // The spec's count: subscribers skipped forward, not the groups they passed over.
+        skipped: (_count, forward) => {
+          if (forward) m.subscriberSkipsTotal.inc();
+        },
       },
     });
   }
@@ -334,18 +340,31 @@ export class TrackDistributor {
   #repair(ranges: ReadonlyArray<readonly [number, number]>): void {
     for (const [start, end] of ranges) {
       const first = Math.max(start, end - GAP_REPAIR_LIMIT + 1);
-      if (first > start) this.#lost(first - start, `${start}..${first - 1}: too many to fetch`);
-      for (let s = first; s <= end; s++) {
-        if (!this.producer.has(s)) void this.#repairOne(s);
-      }
+      if (first > start) this.#lost(first - start, start, first - 1, "too many to fetch");
+      void this.#repairRange(first, end);
     }
   }
 
-  async #repairOne(sequence: number): Promise<void> {
+  // The lowest missing group is fetched first: when the route cannot fetch it (a publisher
+  // with no FETCH, or whose sequences have holes by design), the rest is not asked for.
+  async #repairRange(start: number, end: number): Promise<void> {
+    const missing: number[] = [];
+    for (let s = start; s <= end; s++) if (!this.producer.has(s)) missing.push(s);
+    if (missing.length === 0) return;
+    const [first, ...rest] = missing;
+    const probed = await this.#repairOne(first!);
+    if (probed) await Promise.all(rest.map((s) => this.#repairOne(s)));
+    if (this.#ended) return;
+    const lost = missing.filter((s) => !this.producer.has(s)).length;
+    if (lost > 0) this.#lost(lost, start, end, "no route could fetch them");
+  }
+
+  // Fetches one group into the ring; true when the ring has it afterwards.
+  async #repairOne(sequence: number): Promise<boolean> {
     const fetched = await this.#opts.fetchMissing?.(sequence, this.#repairs.signal)
       .catch(() => undefined);
-    if (this.#ended || this.producer.has(sequence)) return;
-    if (!fetched) return this.#lost(1, `${sequence}: no route could fetch it`);
+    if (this.#ended || this.producer.has(sequence)) return true;
+    if (!fetched) return false;
     const ts = fetched.timestamp;
     try {
       this.producer.writeGroup(
@@ -353,17 +372,20 @@ export class TrackDistributor {
         fetched.frames,
         ts === 0 || ts === 0n ? {} : { timestamp: ts },
       );
-    } catch (e) {
-      // A peer's answer the ring cannot take (a timestamp out of range): lost, not fatal.
-      return this.#lost(1, `${sequence}: fetched but unusable (${errorText(e)})`);
+    } catch {
+      return false; // a peer's answer the ring cannot take (a timestamp out of range)
     }
     this.#opts.metrics.groupRepairsTotal.inc();
+    return true;
   }
 
-  // Groups no upstream delivered and none could fetch are lost to every subscriber.
-  #lost(count: number, what: string): void {
-    this.#opts.metrics.subscriberSkipsTotal.inc({}, count);
-    this.#opts.log?.(`relay: /${this.path}/${this.track}: group(s) ${what}`);
+  // Groups no upstream delivered and none could fetch are lost to every subscriber, who
+  // skip forward over them: one skip per gap, whatever its length.
+  #lost(count: number, start: number, end: number, why: string): void {
+    this.#opts.metrics.subscriberSkipsTotal.inc();
+    this.#opts.log?.(
+      `relay: /${this.path}/${this.track}: ${count} group(s) in ${start}..${end} lost: ${why}`,
+    );
   }
 
   // Nobody is left to serve: release the upstream subscription after a grace period.
