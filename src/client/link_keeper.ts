@@ -3,7 +3,7 @@
  * replaces it before its credential expires, and follows a server's GOAWAY.
  * A replacement is subscribed before the link it replaces is closed.
  */
-import type { ReceivedGroup } from "../moq/mod.ts";
+import { goawayRedirect, type ReceivedGroup } from "../moq/mod.ts";
 import { sleep, type Timers } from "../timers/mod.ts";
 import { retryBackoff } from "./backoff.ts";
 import type { CertificateHash, Dialer } from "./dial.ts";
@@ -87,7 +87,7 @@ export class LinkKeeper {
       if (o.signal.aborted) break;
       if (outcome && "goaway" in outcome && !this.#left.has(link)) {
         this.#left.add(link);
-        await this.#move(link, redirectOf(outcome.goaway, o.url));
+        await this.#move(link, goawayRedirect(outcome.goaway, o.url));
       } else if (outcome) {
         link.close();
         if (this.#link === link) this.#link = undefined;
@@ -162,16 +162,5 @@ export class LinkKeeper {
       onGroup: o.onGroup,
       onReady: o.onReady,
     });
-  }
-}
-
-/** The URL a GOAWAY names, resolved against `current`; undefined when it names none we can dial. */
-export function redirectOf(uri: string, current: URL): URL | undefined {
-  if (uri === "") return undefined;
-  try {
-    const url = new URL(uri, current);
-    return url.protocol === "https:" || url.protocol === "moqt:" ? url : undefined;
-  } catch {
-    return undefined;
   }
 }

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { GOAWAY_SCHEMES } from "../moq/mod.ts";
 import type { EnvReader, Setting } from "./env.ts";
 
 /** One `PEERS` entry. */
@@ -90,7 +91,7 @@ function parseRedirect(text: string): string {
   } catch {
     throw new TypeError(`must be a moqt://, https:// or wss:// URL, got "${text}"`);
   }
-  if (!["moqt:", "https:", "wss:"].includes(url.protocol) || url.hostname === "") {
+  if (!GOAWAY_SCHEMES.includes(url.protocol) || url.hostname === "") {
     throw new TypeError(`must be a moqt://, https:// or wss:// URL with a host, got "${text}"`);
   }
   return text;

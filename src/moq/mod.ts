@@ -56,6 +56,7 @@ export { MoqCode, MoqError, type MoqErrorKind } from "./errors.ts";
 export { MoqStats } from "./stats.ts";
 export { type Setup, type TrackInfo, type Version, VERSIONS } from "./codec/messages.ts";
 export { randomHopId } from "./hops.ts";
+export { GOAWAY_SCHEMES, goawayRedirect } from "./goaway_redirect.ts";
 export {
   DELIVERY_TURN_MS,
   DeliveryTurns,

@@ -21,83 +21,103 @@ function recordingLog(lines: string[]) {
   } satisfies Logger;
 }
 
-Deno.test("SIGTERM with GOAWAY_REDIRECT_URI: the funnel and the peer move to the redirect, no record lost", async () => {
-  const files = await testCertificateFiles();
-  const relays: MeshRelay[] = [];
-  let funnel: AsyncDisposable | undefined;
-  try {
-    const w = await startMeshRelay("w", files);
-    const x = await startMeshRelay("x", files, [], {
-      GOAWAY_REDIRECT_URI: `moqt://localhost:${w.port}/`,
-    });
-    const y = await startMeshRelay("y", files, [x]);
-    relays.push(w, x, y);
-    const logs: string[] = [];
-    const f = await startLiveFunnel({
-      RELAY_URL: `moqt://localhost:${x.port}/`,
-      RELAY_CA_FILE: files.cert,
-      FUNNEL_SERVE_ADDR: "none",
-    }, { log: recordingLog(logs) });
-    funnel = f;
-    let n = 0;
-    const postNext = async () =>
-      assert.equal((await post(f.base, "room/1/chat", String(n++))).status, 201);
-    await postNext();
-    await routeOf(y, "/room/1", (r) => r.source === x.address);
+// A redirect names native QUIC or, for networks that drop UDP, WebSocket: both are followed.
+for (const [scheme, transport] of [["moqt", "quic"], ["wss", "websocket"]] as const) {
+  Deno.test(`SIGTERM with GOAWAY_REDIRECT_URI=${scheme}://: the funnel and the peer move to the redirect, no record lost`, async () => {
+    const files = await testCertificateFiles();
+    const relays: MeshRelay[] = [];
+    let funnel: AsyncDisposable | undefined;
+    try {
+      const w = await startMeshRelay("w", files);
+      const x = await startMeshRelay("x", files, [], {
+        GOAWAY_REDIRECT_URI: `${scheme}://localhost:${w.port}/`,
+      });
+      const y = await startMeshRelay("y", files, [x]);
+      relays.push(w, x, y);
+      const logs: string[] = [];
+      const f = await startLiveFunnel({
+        RELAY_URL: `moqt://localhost:${x.port}/`,
+        RELAY_CA_FILE: files.cert,
+        FUNNEL_SERVE_ADDR: "none",
+      }, { log: recordingLog(logs) });
+      funnel = f;
+      let n = 0;
+      const postNext = async () =>
+        assert.equal((await post(f.base, "room/1/chat", String(n++))).status, 201);
+      await postNext();
+      await routeOf(y, "/room/1", (r) => r.source === x.address);
 
-    const sub = await dialOurs(y.port);
-    await seeAnnounced(sub, "room/1");
-    const s = sub.subscribe("room/1", "chat");
-    await s.ready;
-    const it = s[Symbol.asyncIterator]();
-    let posting = true;
-    const poster = (async () => {
-      while (posting) {
-        await postNext();
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    })();
-    const got: number[] = [];
-    const read = async (upTo: number) => {
-      while (got.at(-1) === undefined || got.at(-1)! < upTo) {
-        const r = await within(it.next(), 10_000, `the record after ${got.at(-1)}`);
-        assert.ok(!r.done, "the subscription ended");
-        got.push(JSON.parse(dec.decode(r.value.frames[0])).payload);
-      }
-    };
-    await read(3);
+      const sub = await dialOurs(y.port);
+      await seeAnnounced(sub, "room/1");
+      const s = sub.subscribe("room/1", "chat");
+      await s.ready;
+      const it = s[Symbol.asyncIterator]();
+      let posting = true;
+      const poster = (async () => {
+        while (posting) {
+          await postNext();
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      })();
+      const got: number[] = [];
+      const read = async (upTo: number) => {
+        while (got.at(-1) === undefined || got.at(-1)! < upTo) {
+          const r = await within(it.next(), 10_000, `the record after ${got.at(-1)}`);
+          assert.ok(!r.done, "the subscription ended");
+          got.push(JSON.parse(dec.decode(r.value.frames[0])).payload);
+        }
+      };
+      await read(3);
 
-    const started = Date.now();
-    assert.equal(await x.stop("SIGTERM"), 0);
-    assert.ok(Date.now() - started < 8000, "every session left well before the 10 s drain ended");
-    assert.ok(x.process.lines.some((l) => l.includes("stopping (SIGTERM): GOAWAY sent")));
-    assert.ok(!x.process.lines.some((l) => l.includes("still open")), x.process.lines.join("\n"));
-    await routeOf(y, "/room/1", (r) => r.source === w.address);
-    assert.equal(await y.metric("peer_goaway_received_total", { redirect: "true" }), 1);
-    assert.ok(
-      logs.some((l) => /^warn Relay .*: GOAWAY to moqt:\/\/localhost:\d+\/$/.test(l)),
-      logs.join("\n"),
-    );
-    await read(n + 5);
-    posting = false;
-    await poster;
-    const expected = Array.from({ length: got.at(-1)! - got[0]! + 1 }, (_, i) => got[0]! + i);
-    assert.deepEqual(got, expected, "every record once, in order, across the move");
-    assert.equal(await y.metric("subscriber_skips_total"), 0);
-    assert.equal(
-      await w.metric("sessions_total", { transport: "quic", class: "client" }),
-      1,
-      "the funnel",
-    );
-    sub.close();
-  } catch (e) {
-    for (const r of relays) console.error(`--- ${r.name}\n${r.process.lines.join("\n")}`);
-    throw e;
-  } finally {
-    await funnel?.[Symbol.asyncDispose]();
-    await stopMesh(relays, files);
-  }
-});
+      const started = Date.now();
+      assert.equal(await x.stop("SIGTERM"), 0);
+      assert.ok(Date.now() - started < 8000, "every session left well before the 10 s drain ended");
+      assert.ok(x.process.lines.some((l) => l.includes("stopping (SIGTERM): GOAWAY sent")));
+      assert.ok(!x.process.lines.some((l) => l.includes("still open")), x.process.lines.join("\n"));
+      // Over WebSocket a peer's source is the name it was dialed by (localhost:port).
+      await routeOf(y, "/room/1", (r) => r.source.endsWith(`:${w.port}`));
+      assert.equal(await y.metric("peer_goaway_received_total", { redirect: "true" }), 1);
+      assert.ok(
+        logs.some((l) =>
+          new RegExp(`^warn Relay .*: GOAWAY to ${scheme}://localhost:\\d+/$`).test(l)
+        ),
+        logs.join("\n"),
+      );
+      await read(n + 5);
+      assert.equal(
+        await w.metric("sessions_total", { transport, class: "client" }),
+        1,
+        `the funnel, over ${transport}`,
+      );
+      // A subscriber on the redirect itself receives what is posted after the move.
+      const onW = await dialOurs(w.port);
+      await seeAnnounced(onW, "room/1");
+      const direct = onW.subscribe("room/1", "chat");
+      await direct.ready;
+      const mark = n;
+      const it2 = direct[Symbol.asyncIterator]();
+      for (let last = -1; last < mark;) {
+        const r = await within(it2.next(), 10_000, `w's record after ${last}`);
+        assert.ok(!r.done, "the subscription on w ended");
+        last = JSON.parse(dec.decode(r.value.frames[0])).payload;
+      }
+      onW.close();
+      await read(n + 2);
+      posting = false;
+      await poster;
+      const expected = Array.from({ length: got.at(-1)! - got[0]! + 1 }, (_, i) => got[0]! + i);
+      assert.deepEqual(got, expected, "every record once, in order, across the move");
+      assert.equal(await y.metric("subscriber_skips_total"), 0);
+      sub.close();
+    } catch (e) {
+      for (const r of relays) console.error(`--- ${r.name}\n${r.process.lines.join("\n")}`);
+      throw e;
+    } finally {
+      await funnel?.[Symbol.asyncDispose]();
+      await stopMesh(relays, files);
+    }
+  });
+}
 
 Deno.test("SIGTERM without a redirect: peers and the funnel see GOAWAY and leave, the relay exits at once", async () => {
   const files = await testCertificateFiles();

@@ -2,7 +2,7 @@ import { tokenFromUrl } from "../../auth/mod.ts";
 import { errorText } from "../../errors/mod.ts";
 import { systemTimers, type Timers } from "../../timers/mod.ts";
 import type { Logger } from "../../log/mod.ts";
-import { connect, type MoqSession, VERSIONS } from "../../moq/mod.ts";
+import { connect, goawayRedirect, type MoqSession, VERSIONS } from "../../moq/mod.ts";
 import { normalizePath, prefixCovers } from "../../path/mod.ts";
 import { connectSession, type Session, SESSION_SCHEMES } from "../../transport/mod.ts";
 import type { LivePublisher } from "./publisher.ts";
@@ -201,14 +201,8 @@ export class RelayClient {
         uri ? ` to ${describeRelayUrl(uri)}` : ""
       }`,
     );
-    let target: URL | undefined;
-    try {
-      target = uri === "" ? undefined : new URL(uri);
-      if (target && target.protocol !== "https:" && target.protocol !== "moqt:") target = undefined;
-    } catch {
-      // Not a URL: there is nowhere to go but RELAY_URL.
-      target = undefined;
-    }
+    // No redirect, or none we can follow: there is nowhere to go but RELAY_URL.
+    const target = goawayRedirect(uri, moq.url ?? o.url);
     if (target === undefined) {
       moq.close(0, "goaway");
       return;
