@@ -23,6 +23,8 @@ export interface UpstreamTrack {
   close(): void;
   /** Groups being received right now (fill tasks), when the source can tell. */
   inflight?(): number;
+  /** Groups the upstream subscription's queue dropped so far because the relay fell behind. */
+  skipped?(): number;
   /**
    * Resolves once the publisher answered the subscription itself (not only
    * the track's properties) or sent a group; a switch keeps the old upstream
@@ -301,8 +303,16 @@ export class TrackDistributor {
 
   async #read(feed: Feed): Promise<void> {
     const m = this.#opts.metrics;
+    // What the upstream queue dropped is counted here; the gaps it leaves are repaired.
+    let overflowed = 0;
+    const countOverflows = (): void => {
+      const dropped = feed.upstream.skipped?.() ?? 0;
+      if (dropped > overflowed) m.upstreamQueueOverflowsTotal.inc({}, dropped - overflowed);
+      overflowed = dropped;
+    };
     for await (const group of feed.upstream.groups) {
       if (this.#ended) break;
+      countOverflows();
       let bytes = 0;
       for (const f of group.frames) bytes += f.byteLength;
       m.ingressBytesTotal.inc(this.#trackLabel, bytes);
@@ -323,6 +333,7 @@ export class TrackDistributor {
       }
       this.#armRepair();
     }
+    countOverflows();
   }
 
   // Fetches the gaps that stayed open past their wait when that time comes.

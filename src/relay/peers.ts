@@ -2,7 +2,13 @@ import { lookup } from "node:dns/promises";
 import { errorText } from "../errors/mod.ts";
 import { systemTimers, type Timers } from "../timers/mod.ts";
 import { VERSIONS } from "../moq/mod.ts";
-import { connectQMux, connectQuicSession, type Session } from "../transport/mod.ts";
+import {
+  connectQMux,
+  connectQuicSession,
+  IDLE_TIMEOUT_MS,
+  keepAliveFor,
+  type Session,
+} from "../transport/mod.ts";
 import { formatAddr, isIpLiteral } from "../transport/address.ts";
 import { PEER_PARAMETER } from "./admission.ts";
 import { DialBackoff } from "./dial_backoff.ts";
@@ -40,16 +46,16 @@ export type PeerTransport = (
   signal: AbortSignal,
 ) => Promise<Session>;
 
-/** How long a peer that vanished without closing takes to notice, ms (QUIC idle timeout). */
-export const PEER_IDLE_TIMEOUT_MS = 5000;
-
 /**
  * Peers over native QUIC or WebSocket: `moqt:` and `https:` URLs are both
  * dialed on their port over QUIC with moq-lite's ALPN (a sluice relay
  * serves both on one port); `wss:` URLs over QMux on WebSocket, for peers
  * behind networks that drop UDP.
  */
-export function peerTransport(caCerts: readonly string[] | undefined): PeerTransport {
+export function peerTransport(
+  caCerts: readonly string[] | undefined,
+  idleTimeoutMs: number = IDLE_TIMEOUT_MS,
+): PeerTransport {
   return async (url, serverName, signal) => {
     if (url.protocol === "wss:") {
       return await connectQMux(url, {
@@ -68,8 +74,9 @@ export function peerTransport(caCerts: readonly string[] | undefined): PeerTrans
       alpn: VERSIONS,
       serverName,
       signal,
-      maxIdleTimeout: PEER_IDLE_TIMEOUT_MS,
-      keepAliveInterval: 1000,
+      // A peer that vanished without closing is noticed within this, so its routes fail over.
+      maxIdleTimeout: idleTimeoutMs,
+      keepAliveInterval: keepAliveFor(idleTimeoutMs),
       ...(caCerts ? { caCerts } : {}),
     });
   };

@@ -97,6 +97,7 @@ async function upstream(
     groups: sub,
     close: () => sub.close(),
     inflight: () => sub.receiving,
+    skipped: () => sub.skipped,
     answered: sub.answered,
     info: sub.info,
   };

@@ -11,6 +11,8 @@ export interface FakeUpstream {
   readonly start: number | undefined;
   readonly groups: BackpressureQueue<IncomingGroup>;
   closed: boolean;
+  /** Groups its queue dropped (what the relay's upstream queue reports on overflow). */
+  dropped: number;
   /** Answers the subscription (SUBSCRIBE_START): a switch releases the old upstream then. */
   answer(): void;
 }
@@ -52,6 +54,7 @@ export class FakeSource implements RouteSource {
       start: options.start,
       groups: new BackpressureQueue<IncomingGroup>(Infinity),
       closed: false,
+      dropped: 0,
       answer,
     };
     if (this.autoAnswer) answer();
@@ -63,6 +66,7 @@ export class FakeSource implements RouteSource {
         u.groups.end();
       },
       answered,
+      skipped: () => u.dropped,
     });
   }
 

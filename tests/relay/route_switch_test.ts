@@ -210,3 +210,23 @@ Deno.test("a route that never answers does not hold a later switch, and fails it
   core.routes.announce("quiet", lone);
   await assert.rejects(core.source("quiet", "t"), /no answer within/);
 });
+
+Deno.test("groups the upstream queue dropped are counted as overflows and fetched back", async () => {
+  const { core, metrics } = setup();
+  const a = new FakeSource(0);
+  core.routes.announce("b", a);
+  const sub = (await core.source("b", "t")).cursor(undefined, 16);
+  a.last.push(group(1));
+  assert.deepEqual(await take(sub, 1), [1]);
+  // The relay fell behind: its upstream queue dropped 2 and 3 before the loop took 4.
+  a.held.set(2, group(2));
+  a.held.set(3, group(3));
+  a.upstreams[0]!.dropped = 2;
+  a.last.push(group(4));
+  assert.deepEqual(await take(sub, 1), [4]);
+  assert.equal(metrics.upstreamQueueOverflowsTotal.value(), 2);
+  assert.deepEqual((await take(sub, 2)).sort(), [2, 3]);
+  assert.equal(metrics.groupRepairsTotal.value(), 2);
+  assert.equal(metrics.subscriberSkipsTotal.value(), 0);
+  sub.close();
+});
