@@ -9,7 +9,6 @@
  * the moq SETUP, so for those connections admission is the moq layer's job:
  * the listener just yields the session.
  */
-import { IDLE_TIMEOUT_MS, keepAliveFor } from "./liveness.ts";
 import { quicSession } from "./quic.ts";
 import type { Session } from "./session.ts";
 import {
@@ -48,11 +47,7 @@ export interface ListenOptions {
   readonly maxConcurrentUnidirectionalStreams?: number;
   /** Incoming bidirectional stream limit per connection (default 100). */
   readonly maxConcurrentBidirectionalStreams?: number;
-  /**
-   * QUIC idle timeout in ms (default {@linkcode IDLE_TIMEOUT_MS}): a peer
-   * silent this long is gone. The listener sends keep-alives at a quarter of
-   * it, so live peers stay connected whatever their own settings.
-   */
+  /** QUIC idle timeout in ms (default 30000). */
   readonly maxIdleTimeout?: number;
   /** WebTransport connections that open no session within this time are closed (default 10000 ms). */
   readonly webTransportSessionTimeoutMs?: number;
@@ -102,8 +97,7 @@ export function listen(options: ListenOptions): Promise<Listener> {
     alpnProtocols: alpn,
     maxConcurrentUnidirectionalStreams: options.maxConcurrentUnidirectionalStreams ?? 1000,
     maxConcurrentBidirectionalStreams: options.maxConcurrentBidirectionalStreams ?? 100,
-    maxIdleTimeout: options.maxIdleTimeout ?? IDLE_TIMEOUT_MS,
-    keepAliveInterval: keepAliveFor(options.maxIdleTimeout ?? IDLE_TIMEOUT_MS),
+    maxIdleTimeout: options.maxIdleTimeout ?? 30_000,
   });
   const h3Conns = new Set<H3Connection>();
   const quicConns = new Set<Deno.QuicConn>();
