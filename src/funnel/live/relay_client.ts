@@ -4,7 +4,13 @@ import { systemTimers, type Timers } from "../../timers/mod.ts";
 import type { Logger } from "../../log/mod.ts";
 import { connect, goawayRedirect, type MoqSession, VERSIONS } from "../../moq/mod.ts";
 import { normalizePath, prefixCovers } from "../../path/mod.ts";
-import { connectSession, type Session, SESSION_SCHEMES } from "../../transport/mod.ts";
+import {
+  connectSession,
+  IDLE_TIMEOUT_MS,
+  keepAliveFor,
+  type Session,
+  SESSION_SCHEMES,
+} from "../../transport/mod.ts";
 import type { LivePublisher } from "./publisher.ts";
 
 /** The relay session's state, as logged and reported. */
@@ -48,7 +54,7 @@ export interface RelayClientOptions {
   readonly now?: () => number;
   /**
    * QUIC idle timeout of the relay session, native QUIC and WebTransport, ms
-   * (default 10000; keep-alives go every third of it): how soon a relay that
+   * (default 1000, `IDLE_TIMEOUT_MS`; keep-alives go every quarter of it): how soon a relay that
    * vanished without closing, or a link that went silent, is noticed.
    */
   readonly idleTimeoutMs?: number;
@@ -261,8 +267,8 @@ export class RelayClient {
         protocols: VERSIONS,
         signal: dialing.signal,
         timeoutMs,
-        maxIdleTimeout: o.idleTimeoutMs ?? 10_000,
-        keepAliveInterval: Math.max(100, Math.floor((o.idleTimeoutMs ?? 10_000) / 3)),
+        maxIdleTimeout: o.idleTimeoutMs ?? IDLE_TIMEOUT_MS,
+        keepAliveInterval: keepAliveFor(o.idleTimeoutMs ?? IDLE_TIMEOUT_MS),
         ...(o.caCerts ? { caCerts: o.caCerts } : {}),
         ...(hashes ? { serverCertificateHashes: hashes } : {}),
         // Deno's QUIC and WebSocket have no per-connection switch: only the process-wide
