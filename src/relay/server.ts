@@ -89,6 +89,12 @@ export interface RelayOptions {
   readonly peerDialTimeoutMs?: number;
   /** GOAWAY_REDIRECT_URI, sent in GOAWAY when the relay drains (default none). */
   readonly goawayUri?: string;
+  /**
+   * WebSocket sessions setting up at once, and how long each may take to send
+   * its transport parameters, ms (defaults `MAX_SETTING_UP`, `SETUP_TIMEOUT_MS`;
+   * see {@linkcode qmuxUpgrade}).
+   */
+  readonly webSocketSetup?: { readonly maxSettingUp?: number; readonly timeoutMs?: number };
 }
 
 /** A running relay. */
@@ -208,10 +214,13 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
     trimmer.track(s);
     sessions.handle(s);
   };
+  const ws = options.webSocketSetup;
   const upgrade = qmuxUpgrade({
     protocols: VERSIONS,
     admit,
     onSession,
+    ...(ws?.maxSettingUp !== undefined ? { maxSettingUp: ws.maxSettingUp } : {}),
+    ...(ws?.timeoutMs !== undefined ? { setupTimeoutMs: ws.timeoutMs } : {}),
   });
   let bound: { listener: Listener; server: RunningServer };
   try {

@@ -4,6 +4,9 @@ import assert from "node:assert/strict";
 import * as Net from "@moq/net";
 import { type MoqSession, type Subscription, TrackProducer } from "../../src/moq/mod.ts";
 import { QMuxConnectError, type QMuxDraft } from "../../src/transport/qmux/mod.ts";
+import { openRawWebSocket, type RawWebSocket } from "../../src/transport/qmux/ws_client.ts";
+import { Opcode, parseClose, parseServerFrame } from "../../src/transport/qmux/ws_frame.ts";
+import { concatBytes } from "../../src/wire/mod.ts";
 import { families, sampleValue } from "../support/prometheus.ts";
 import { testCertificate } from "../support/certs.ts";
 import { dialNet, dialOurs, seeAnnounced } from "../support/moq.ts";
@@ -324,6 +327,119 @@ Deno.test("hostile WebSocket peers end only their own session; the relay keeps s
   } finally {
     pub.close(0, "");
     sub.close(0, "");
+    await t.stop();
+  }
+});
+
+/** Opens a WebSocket and starts one binary message of `declared` bytes, sending `sent` of them. */
+async function startLargeMessage(
+  port: number,
+  caPem: string,
+  declared: number,
+  sent: number,
+): Promise<RawWebSocket> {
+  const raw = await openRawWebSocket(new URL(`wss://localhost:${port}/`), {
+    protocols: ["qmux-02.moq-lite-05"],
+    caCerts: [caPem],
+  });
+  // FIN + binary, a 64-bit length, a zero mask (the payload goes out as it is).
+  const header = new Uint8Array(14);
+  header.set([0x82, 0x80 | 127]);
+  new DataView(header.buffer).setBigUint64(2, BigInt(declared));
+  await writeAll(raw.conn, header);
+  await writeAll(raw.conn, new Uint8Array(sent));
+  return raw;
+}
+
+async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
+  for (let at = 0; at < bytes.length;) at += await conn.write(bytes.subarray(at));
+}
+
+/** Reads the server's frames until its close frame; its code and reason. */
+async function closeFrame(raw: RawWebSocket): Promise<{ code: number; reason: string }> {
+  let buf = raw.rest;
+  for (;;) {
+    let parsed;
+    while ((parsed = parseServerFrame(buf, 1 << 20))) {
+      if (parsed.frame.opcode === Opcode.CLOSE) return parseClose(parsed.frame.payload);
+      buf = buf.subarray(parsed.size);
+    }
+    const chunk = new Uint8Array(64 * 1024);
+    const n = await raw.conn.read(chunk);
+    if (n === null) return { code: 1006, reason: "closed without a close frame" };
+    buf = concatBytes([buf, chunk.subarray(0, n)]);
+  }
+}
+
+Deno.test("WebSocket connections sending a large message before they set up: those past the limit are refused (503), the others closed (1009); the relay keeps serving", async () => {
+  using _q = quiet();
+  const LIMIT = 3;
+  // A long setup deadline: this test is about the limit, not the deadline.
+  const t = await startTestRelay({
+    extra: { webSocketSetup: { maxSettingUp: LIMIT, timeoutMs: 600_000 } },
+  });
+  const c = await testCertificate();
+  const DECLARED = 16 << 20; // one message, far above the 64 KiB QMux record limit
+  const SENT = 1 << 20; // what Deno holds for each before any of our code sees it
+  const held: RawWebSocket[] = [];
+  const refusals: QMuxConnectError[] = [];
+  const producer = new TrackProducer({ cache: 8 });
+  const sessions: MoqSession[] = [];
+  try {
+    for (let i = 0; i < LIMIT * 3; i++) {
+      try {
+        held.push(await startLargeMessage(t.port, c.certPem, DECLARED, SENT));
+      } catch (e) {
+        if (!(e instanceof QMuxConnectError)) throw e;
+        refusals.push(e);
+      }
+    }
+    assert.equal(held.length, LIMIT, "only LIMIT connections are upgraded while none set up");
+    assert.equal(refusals.length, LIMIT * 2);
+    for (const r of refusals) {
+      assert.equal(r.status, 503);
+      assert.match(r.message, /Too many WebSocket sessions are setting up \(3\)/);
+    }
+    // Meanwhile the relay serves: a publisher and a subscriber over native QUIC.
+    const pub = await dialOurs(t.port, { moq: { serve: () => producer } });
+    const quic = await dialOurs(t.port);
+    sessions.push(pub, quic);
+    pub.announce("big/cam");
+    await seeAnnounced(quic, "big/cam");
+    const sub = quic.subscribe("big/cam", "t");
+    await sub.ready;
+    const read = ourReader(sub, "b");
+    producer.writeGroup(1, enc.encode("b1"));
+    assert.equal(await read(), 1);
+    // The held messages complete: each is refused by the record-size check and its
+    // connection closed, which frees its place.
+    for (const raw of held) {
+      await writeAll(raw.conn, new Uint8Array(DECLARED - SENT));
+      const close = await closeFrame(raw);
+      assert.equal(close.code, 1009, close.reason);
+      assert.match(close.reason, /exceeds 65536/);
+    }
+    // A legitimate WebSocket client sets up and receives.
+    const ws = await dialOurs(t.port, { webSocket: ["qmux-02"] });
+    sessions.push(ws);
+    await seeAnnounced(ws, "big/cam");
+    const wsSub = ws.subscribe("big/cam", "t");
+    await wsSub.ready;
+    const wsRead = ourReader(wsSub, "b");
+    assert.equal(await wsRead(), 1, "a subscription starts at the latest group");
+    producer.writeGroup(2, enc.encode("b2"));
+    assert.equal(await read(), 2);
+    assert.equal(await wsRead(), 2);
+    assert.equal((await t.get("/health")).status, 200);
+  } finally {
+    for (const raw of held) {
+      try {
+        raw.conn.close();
+      } catch {
+        // closed by the relay
+      }
+    }
+    for (const s of sessions) s.close(0, "");
     await t.stop();
   }
 });

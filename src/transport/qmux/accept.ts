@@ -5,6 +5,7 @@
  * {@linkcode acceptQMux}; picking the subprotocol is
  * {@linkcode selectSubprotocol}.
  */
+import type { Timers } from "../../timers/mod.ts";
 import type { TransportParams } from "./params.ts";
 import { QMuxSession } from "./session.ts";
 
@@ -21,6 +22,10 @@ export interface AcceptQMuxOptions {
   readonly params?: Partial<TransportParams>;
   /** Socket bytes in flight above which writes wait. */
   readonly highWater?: number;
+  /** Ends a session whose peer sent no transport parameters within this many ms (default none). */
+  readonly setupTimeoutMs?: number;
+  /** Timers for the setup deadline (tests). */
+  readonly timers?: Timers;
 }
 
 /**
@@ -53,6 +58,8 @@ export function acceptQMux(
     remote: options.remote,
     ...(options.params ? { params: options.params } : {}),
     ...(options.highWater !== undefined ? { highWater: options.highWater } : {}),
+    ...(options.setupTimeoutMs !== undefined ? { setupTimeoutMs: options.setupTimeoutMs } : {}),
+    ...(options.timers ? { timers: options.timers } : {}),
   });
   return { response, session };
 }

@@ -6,6 +6,7 @@
  * ways) is handled here.
  */
 import { errorText } from "../../errors/mod.ts";
+import { systemTimers, type Timers } from "../../timers/mod.ts";
 import { DropOldestQueue, varintSize } from "../../wire/mod.ts";
 import { SessionClosedError } from "../errors.ts";
 import type {
@@ -57,6 +58,15 @@ export interface QMuxSessionOptions {
   readonly highWater?: number;
   /** Wall clock in ms (tests). */
   readonly now?: () => number;
+  /**
+   * Ends the session when the peer's first message (its transport
+   * parameters, in every QMux draft) has not arrived within this many ms
+   * (default none): a server's bound on how long an upgraded connection
+   * may stay unestablished.
+   */
+  readonly setupTimeoutMs?: number;
+  /** Timers for the setup deadline (tests). */
+  readonly timers?: Timers;
 }
 
 /** Largest message of the legacy format and of qmux-00 (its max_frame_size). */
@@ -77,6 +87,11 @@ export class QMuxSession implements Session {
   readonly remote: string;
   /** Resolves when the session ends (never rejects). */
   readonly closed: Promise<SessionCloseInfo>;
+  /**
+   * Resolves true once the peer's first message was accepted (its transport
+   * parameters, in every QMux draft), false when the session ended first.
+   */
+  readonly established: Promise<boolean>;
   readonly #socket: MessageSocket;
   readonly #conn: QMuxConnection;
   readonly #bidi = new DropOldestQueue<StreamPair>();
@@ -85,6 +100,10 @@ export class QMuxSession implements Session {
   readonly #now: () => number;
   #keepAlive: KeepAlive | undefined;
   #resolveClosed!: (info: SessionCloseInfo) => void;
+  #resolveEstablished!: (established: boolean) => void;
+  #isEstablished = false;
+  #setupTimer: unknown;
+  readonly #timers: Timers;
   #done = false;
   #opened = false;
   #paramsFrame: Uint8Array | undefined;
@@ -107,6 +126,8 @@ export class QMuxSession implements Session {
     this.url = options.url;
     this.remote = options.remote;
     this.closed = new Promise((resolve) => (this.#resolveClosed = resolve));
+    this.established = new Promise((resolve) => (this.#resolveEstablished = resolve));
+    this.#timers = options.timers ?? systemTimers;
     const records = usesRecords(this.format);
     const params: TransportParams = {
       ...DEFAULT_PARAMS,
@@ -155,6 +176,13 @@ export class QMuxSession implements Session {
         this.#finish({ code, reason: reason || "The WebSocket closed", dropped: true });
       },
     });
+    if (options.setupTimeoutMs !== undefined) {
+      const ms = options.setupTimeoutMs;
+      this.#setupTimer = this.#timers.setTimeout(() => {
+        this.#setupTimer = undefined;
+        this.#drop(`No transport parameters within ${ms} ms`, WebSocketCode.POLICY_VIOLATION);
+      }, ms);
+    }
     if (this.#conn.flow) {
       this.#paramsFrame = encodeFrame(this.format, {
         type: "transport_parameters",
@@ -260,6 +288,11 @@ export class QMuxSession implements Session {
         applyFrame(this.#conn, frame, this.#events);
       }
       if (!hadParams && this.#conn.paramsReceived) this.#startKeepAlive();
+      if (!this.#isEstablished && (this.#conn.paramsReceived || !this.#conn.flow)) {
+        this.#isEstablished = true;
+        this.#clearSetupTimer();
+        this.#resolveEstablished(true);
+      }
     } catch (err) {
       if (err instanceof QMuxProtocolError) return this.#fail(err);
       this.#fail(
@@ -281,6 +314,11 @@ export class QMuxSession implements Session {
         WebSocketCode.MESSAGE_TOO_BIG,
       );
     }
+  }
+
+  #clearSetupTimer(): void {
+    if (this.#setupTimer !== undefined) this.#timers.clearTimeout(this.#setupTimer);
+    this.#setupTimer = undefined;
   }
 
   #startKeepAlive(): void {
@@ -365,6 +403,8 @@ export class QMuxSession implements Session {
     if (this.#done) return;
     this.#done = true;
     this.#keepAlive?.stop();
+    this.#clearSetupTimer();
+    this.#resolveEstablished(false);
     this.#conn.teardown(
       new SessionClosedError(`QMux session closed: ${info.code} ${info.reason}`.trim()),
     );

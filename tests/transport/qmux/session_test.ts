@@ -9,7 +9,8 @@ import { encodeFrame } from "../../../src/transport/qmux/frame.ts";
 import { connectQMux, DEFAULT_PARAMS, QMuxSession } from "../../../src/transport/qmux/mod.ts";
 import { encodeTransportParams } from "../../../src/transport/qmux/params.ts";
 import { qmuxPair, rawWebSocket, serveQMux } from "../../support/qmux.ts";
-import { until } from "../../support/wait.ts";
+import { ManualClock } from "../../support/manual_clock.ts";
+import { until, within } from "../../support/wait.ts";
 
 async function readAll(r: ReadableStream<Uint8Array>): Promise<Uint8Array> {
   return new Uint8Array(await new Response(r).arrayBuffer());
@@ -214,5 +215,35 @@ Deno.test("a server session closed before its upgrade went out still tells the c
   const srv = await serveQMux((s) => s.close(4003, "not today"));
   const client = await connectQMux(srv.url, { protocols: ["moq-lite-05"] });
   assert.deepEqual(await client.closed, { code: 4003, reason: "not today" });
+  await srv.stop();
+});
+
+Deno.test("a server session whose peer sends no transport parameters within the setup deadline is closed; one that sent them stays", async () => {
+  const clock = new ManualClock();
+  const sessions: QMuxSession[] = [];
+  const srv = await serveQMux((s) => sessions.push(s), {
+    accept: { setupTimeoutMs: 5000, timers: clock },
+  });
+  const silent = await rawWebSocket(srv.port, "qmux-02.moq-lite-05");
+  await until(() => sessions.length === 1, "the silent session");
+  const client = await connectQMux(srv.url, { protocols: ["moq-lite-05"] });
+  await until(() => sessions.length === 2, "the client's session");
+  const [idle, setUp] = sessions as [QMuxSession, QMuxSession];
+  assert.equal(await setUp.established, true);
+  const ended = new Set<QMuxSession>();
+  for (const s of sessions) s.closed.then(() => ended.add(s));
+  const settled = () => new Promise((r) => setTimeout(r, 0));
+  clock.advance(4999);
+  await settled();
+  assert.equal(ended.size, 0, "nothing ends before the deadline");
+  clock.advance(1);
+  const info = await within(idle.closed, 5000, "the silent session to end");
+  assert.equal(info.reason, "No transport parameters within 5000 ms");
+  assert.equal(await idle.established, false);
+  await settled();
+  assert.ok(!ended.has(setUp), "the session that sent its parameters stays");
+  silent.close();
+  client.close(0, "");
+  setUp.close(0, "");
   await srv.stop();
 });
