@@ -131,6 +131,9 @@ class Model {
   }
 }
 
+// Queue limits: the shipped ones (undefined is the cursor's default 16; the relay
+// passes GROUP_CACHE_SIZE) come up in every run beside small ones, which make a
+// cursor fall behind within a short run, and 64, which a run never exceeds.
 const limitArb = fc.oneof(
   fc.constant(undefined),
   fc.constantFrom(1, 2, 3, 4, RELAY_DEFAULTS.GROUP_CACHE_SIZE, CURSOR_DEFAULT_LIMIT, 64),
@@ -220,7 +223,8 @@ const opsArb = fc.tuple(
 
 // The shipped values (producer default cache 32, cursor default queue 16, the
 // relay's GROUP_CACHE_SIZE as cache and as queue), drawn independently so the
-// shipped pairs come up, and small caches that evict a lot.
+// shipped pairs come up, and small caches that evict a lot: every property is
+// checked at the defaults in the same run that checks it under eviction.
 const configArb = fc.record({
   cache: fc.constantFrom(undefined, RELAY_DEFAULTS.GROUP_CACHE_SIZE, 1, 2, 3, 5),
   burstMs: fc.constantFrom(0, 50),

@@ -7,6 +7,9 @@ import { type CertificateFiles, testCertificate, testCertificateFiles } from "..
 import { type RelayProcess, spawnRelay } from "../support/relay_process.ts";
 import { until } from "../support/wait.ts";
 import { families, sampleValue } from "../support/prometheus.ts";
+import { type LiveFunnel, startLiveFunnel } from "../support/live_funnel.ts";
+import type { FunnelDependencies } from "../../src/funnel/mod.ts";
+import { sleep } from "../../src/timers/mod.ts";
 
 /** A relay process of the mesh under test. */
 export interface MeshRelay {
@@ -131,4 +134,53 @@ export async function routeOf(
 export async function logged(relay: MeshRelay, pattern: RegExp | string): Promise<void> {
   const test = (l: string) => typeof pattern === "string" ? l.includes(pattern) : pattern.test(l);
   await until(() => relay.process.lines.some(test), `${relay.name} to log ${pattern}`);
+}
+
+/** A funnel in this process publishing through `relay`, with no MoQ listener of its own. */
+export function funnelThrough(
+  relay: MeshRelay,
+  files: CertificateFiles,
+  deps: FunnelDependencies = {},
+): Promise<LiveFunnel> {
+  return startLiveFunnel({
+    RELAY_URL: `moqt://localhost:${relay.port}/`,
+    RELAY_CA_FILE: files.cert,
+    FUNNEL_SERVE_ADDR: "none",
+  }, deps);
+}
+
+/** Calls `postNext` every `everyMs` until `stop()`, which resolves after the last call. */
+export function keepPosting(
+  postNext: () => Promise<void>,
+  everyMs: number,
+): { stop(): Promise<void> } {
+  let posting = true;
+  const loop = (async () => {
+    while (posting) {
+      await postNext();
+      await sleep(everyMs);
+    }
+  })();
+  return {
+    stop: () => {
+      posting = false;
+      return loop;
+    },
+  };
+}
+
+/** The diamond of the failover tests: A; B and D dial A; C dials B and D (added to `relays`). */
+export async function startDiamond(
+  files: CertificateFiles,
+  relays: MeshRelay[],
+): Promise<{ a: MeshRelay; b: MeshRelay; d: MeshRelay; c: MeshRelay }> {
+  const a = await startMeshRelay("a", files);
+  relays.push(a);
+  const b = await startMeshRelay("b", files, [a]);
+  relays.push(b);
+  const d = await startMeshRelay("d", files, [a]);
+  relays.push(d);
+  const c = await startMeshRelay("c", files, [b, d]);
+  relays.push(c);
+  return { a, b, d, c };
 }

@@ -12,8 +12,16 @@ import { testCertificateFiles } from "../support/certs.ts";
 import { dialNet } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
 import { until, within } from "../support/wait.ts";
-import { post, startLiveFunnel } from "../support/live_funnel.ts";
-import { type MeshRelay, routeOf, startMeshRelay, stopMesh } from "./_mesh.ts";
+import { post } from "../support/live_funnel.ts";
+import {
+  funnelThrough,
+  keepPosting,
+  type MeshRelay,
+  routeOf,
+  startDiamond,
+  startMeshRelay,
+  stopMesh,
+} from "./_mesh.ts";
 
 const dec = new TextDecoder();
 const payloadOf = (frame: Uint8Array | undefined) =>
@@ -27,19 +35,13 @@ Deno.test("diamond mesh at defaults, the middle relay SIGKILLed twice: every ack
   const files = await testCertificateFiles();
   const relays: MeshRelay[] = [];
   let funnel: AsyncDisposable | undefined;
-  let posting = true;
-  let poster: Promise<void> | undefined;
+  let measuring = true; // silences count while records are being posted
+  let poster: { stop(): Promise<void> } | undefined;
   try {
-    const a = await startMeshRelay("a", files);
-    let b = await startMeshRelay("b", files, [a]);
-    let d = await startMeshRelay("d", files, [a]);
-    const c = await startMeshRelay("c", files, [b, d]);
-    relays.push(a, b, d, c);
-    const f = await startLiveFunnel({
-      RELAY_URL: `moqt://localhost:${a.port}/`,
-      RELAY_CA_FILE: files.cert,
-      FUNNEL_SERVE_ADDR: "none",
-    });
+    const diamond = await startDiamond(files, relays);
+    const { a, c } = diamond;
+    let { b, d } = diamond;
+    const f = await funnelThrough(a, files);
     funnel = f;
     const acknowledged: number[] = [];
     let n = 0;
@@ -62,17 +64,12 @@ Deno.test("diamond mesh at defaults, the middle relay SIGKILLed twice: every ack
         if (!g) return;
         const payload = payloadOf((await g.readFrame())?.payload);
         const now = Date.now();
-        if (posting) longestSilence = Math.max(longestSilence, now - lastAt);
+        if (measuring) longestSilence = Math.max(longestSilence, now - lastAt);
         lastAt = now;
         got.add(payload);
       }
     })();
-    poster = (async () => {
-      while (posting) {
-        await postNext();
-        await new Promise((r) => setTimeout(r, POST_EVERY_MS));
-      }
-    })();
+    poster = keepPosting(postNext, POST_EVERY_MS);
     await until(() => got.size >= 5, "the first records at the subscriber");
     const first = Math.min(...got);
     lastAt = Date.now();
@@ -92,8 +89,8 @@ Deno.test("diamond mesh at defaults, the middle relay SIGKILLed twice: every ack
       else d = back;
       await until(async () => (await c.metric("routes_retained")) === 1, "c's alternate again");
     }
-    posting = false;
-    await poster;
+    measuring = false;
+    await poster.stop();
     const wanted = acknowledged.filter((p) => p >= first);
     const missing = () => wanted.filter((p) => !got.has(p));
     await until(() => missing().length === 0, "every acknowledged record").catch(() => {});
@@ -111,8 +108,7 @@ Deno.test("diamond mesh at defaults, the middle relay SIGKILLed twice: every ack
     for (const r of relays) console.error(`--- ${r.name}\n${r.process.lines.join("\n")}`);
     throw e;
   } finally {
-    posting = false;
-    await poster;
+    await poster?.stop();
     await funnel?.[Symbol.asyncDispose]();
     await stopMesh(relays, files);
   }

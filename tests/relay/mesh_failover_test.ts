@@ -10,8 +10,15 @@ import { testCertificateFiles } from "../support/certs.ts";
 import { dialNet, dialOurs, seeAnnounced } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
 import { until, within } from "../support/wait.ts";
-import { post, startLiveFunnel } from "../support/live_funnel.ts";
-import { type MeshRelay, routeOf, startMeshRelay, stopMesh } from "./_mesh.ts";
+import { post } from "../support/live_funnel.ts";
+import {
+  funnelThrough,
+  keepPosting,
+  type MeshRelay,
+  routeOf,
+  startDiamond,
+  stopMesh,
+} from "./_mesh.ts";
 
 const dec = new TextDecoder();
 const payloadOf = (frame: Uint8Array | undefined) =>
@@ -23,16 +30,8 @@ Deno.test("a middle relay killed with SIGKILL: far subscribers keep their subscr
   const relays: MeshRelay[] = [];
   let funnel: AsyncDisposable | undefined;
   try {
-    const a = await startMeshRelay("a", files);
-    const b = await startMeshRelay("b", files, [a]);
-    const d = await startMeshRelay("d", files, [a]);
-    const c = await startMeshRelay("c", files, [b, d]);
-    relays.push(a, b, d, c);
-    const f = await startLiveFunnel({
-      RELAY_URL: `moqt://localhost:${a.port}/`,
-      RELAY_CA_FILE: files.cert,
-      FUNNEL_SERVE_ADDR: "none",
-    });
+    const { a, b, d, c } = await startDiamond(files, relays);
+    const f = await funnelThrough(a, files);
     funnel = f;
     let n = 0;
     const postNext = async () =>
@@ -52,13 +51,7 @@ Deno.test("a middle relay killed with SIGKILL: far subscribers keep their subscr
     const it = sub[Symbol.asyncIterator]();
 
     // Records keep coming, five a second, while the middle relay is killed and replaced.
-    let posting = true;
-    const poster = (async () => {
-      while (posting) {
-        await postNext();
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    })();
+    const poster = keepPosting(postNext, 200);
     const ourGot: number[] = [];
     const netGot: number[] = [];
     const readOurs = async (until: number) => {
@@ -87,8 +80,7 @@ Deno.test("a middle relay killed with SIGKILL: far subscribers keep their subscr
     assert.equal(await c.metric("route_promotions_total"), 1);
     const afterSwitch = n + 5;
     await Promise.all([readOurs(afterSwitch), readNet(afterSwitch)]);
-    posting = false;
-    await poster;
+    await poster.stop();
 
     for (const [who, got] of [["ours", ourGot], ["@moq/net", netGot]] as const) {
       const from = got[0]!;

@@ -7,8 +7,16 @@ import type { Logger } from "../../src/log/mod.ts";
 import { testCertificateFiles } from "../support/certs.ts";
 import { dialOurs, seeAnnounced } from "../support/moq.ts";
 import { until, within } from "../support/wait.ts";
-import { post, startLiveFunnel } from "../support/live_funnel.ts";
-import { logged, type MeshRelay, routeOf, startMeshRelay, stopMesh } from "./_mesh.ts";
+import { post } from "../support/live_funnel.ts";
+import {
+  funnelThrough,
+  keepPosting,
+  logged,
+  type MeshRelay,
+  routeOf,
+  startMeshRelay,
+  stopMesh,
+} from "./_mesh.ts";
 
 const dec = new TextDecoder();
 
@@ -35,11 +43,7 @@ for (const [scheme, transport] of [["moqt", "quic"], ["wss", "websocket"]] as co
       const y = await startMeshRelay("y", files, [x]);
       relays.push(w, x, y);
       const logs: string[] = [];
-      const f = await startLiveFunnel({
-        RELAY_URL: `moqt://localhost:${x.port}/`,
-        RELAY_CA_FILE: files.cert,
-        FUNNEL_SERVE_ADDR: "none",
-      }, { log: recordingLog(logs) });
+      const f = await funnelThrough(x, files, { log: recordingLog(logs) });
       funnel = f;
       let n = 0;
       const postNext = async () =>
@@ -52,13 +56,7 @@ for (const [scheme, transport] of [["moqt", "quic"], ["wss", "websocket"]] as co
       const s = sub.subscribe("room/1", "chat");
       await s.ready;
       const it = s[Symbol.asyncIterator]();
-      let posting = true;
-      const poster = (async () => {
-        while (posting) {
-          await postNext();
-          await new Promise((r) => setTimeout(r, 50));
-        }
-      })();
+      const poster = keepPosting(postNext, 50);
       const got: number[] = [];
       const read = async (upTo: number) => {
         while (got.at(-1) === undefined || got.at(-1)! < upTo) {
@@ -103,8 +101,7 @@ for (const [scheme, transport] of [["moqt", "quic"], ["wss", "websocket"]] as co
       }
       onW.close();
       await read(n + 2);
-      posting = false;
-      await poster;
+      await poster.stop();
       const expected = Array.from({ length: got.at(-1)! - got[0]! + 1 }, (_, i) => got[0]! + i);
       assert.deepEqual(got, expected, "every record once, in order, across the move");
       assert.equal(await y.metric("subscriber_skips_total"), 0);
@@ -128,11 +125,7 @@ Deno.test("SIGTERM without a redirect: peers and the funnel see GOAWAY and leave
     const y = await startMeshRelay("y", files, [x]);
     relays.push(x, y);
     const logs: string[] = [];
-    const f = await startLiveFunnel({
-      RELAY_URL: `moqt://localhost:${x.port}/`,
-      RELAY_CA_FILE: files.cert,
-      FUNNEL_SERVE_ADDR: "none",
-    }, { log: recordingLog(logs) });
+    const f = await funnelThrough(x, files, { log: recordingLog(logs) });
     funnel = f;
     assert.equal((await post(f.base, "room/1/chat", "1")).status, 201);
     await routeOf(y, "/room/1", (r) => r.source === x.address);
