@@ -1,5 +1,11 @@
 import { errorText } from "../errors/mod.ts";
-import { DeliveryGaps, type GroupFetcher, type TrackInfo, TrackProducer } from "../moq/mod.ts";
+import {
+  DeliveryGaps,
+  type GroupFetcher,
+  type TrackInfo,
+  TrackProducer,
+  type WriteGroupOptions,
+} from "../moq/mod.ts";
 import type { RelayMetrics } from "./relay_metrics.ts";
 import type { RouteSource } from "./route_table.ts";
 
@@ -319,11 +325,10 @@ export class TrackDistributor {
       this.#opts.onBytes?.(feed.source, bytes);
       // A late group (retransmitted after newer ones) is taken too; a duplicate is refused,
       // which is also what keeps the old and the new upstream of a switch from doubling up.
-      const timestamp = group.exactTimestamp ?? group.timestamp;
       this.producer.writeGroup(
         group.sequence,
         group.frames,
-        timestamp === undefined || timestamp === 0 || timestamp === 0n ? {} : { timestamp },
+        stamped(group.exactTimestamp ?? group.timestamp),
       );
       this.#gaps.sent(group.sequence);
       if (feed.switched) {
@@ -376,13 +381,8 @@ export class TrackDistributor {
       .catch(() => undefined);
     if (this.#ended || this.producer.has(sequence)) return true;
     if (!fetched) return false;
-    const ts = fetched.timestamp;
     try {
-      this.producer.writeGroup(
-        sequence,
-        fetched.frames,
-        ts === 0 || ts === 0n ? {} : { timestamp: ts },
-      );
+      this.producer.writeGroup(sequence, fetched.frames, stamped(fetched.timestamp));
     } catch {
       return false; // a peer's answer the ring cannot take (a timestamp out of range)
     }
@@ -429,6 +429,11 @@ export class TrackDistributor {
     this.producer.close();
     this.#opts.onEnd?.();
   }
+}
+
+/** The write options for an upstream timestamp: none (0 or absent) lets the ring stamp it. */
+function stamped(timestamp: number | bigint | undefined): WriteGroupOptions {
+  return timestamp === undefined || timestamp === 0 || timestamp === 0n ? {} : { timestamp };
 }
 
 function closeQuietly(upstream: UpstreamTrack): void {
