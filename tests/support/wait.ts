@@ -1,4 +1,5 @@
 // Waiting for something another task does, without asserting any delay.
+import { withDeadline } from "../../src/timers/mod.ts";
 
 /** Waits until `cond()` holds, checking every 5 ms; throws naming `what` after about 50 s. */
 export async function until(cond: () => boolean | Promise<boolean>, what: string): Promise<void> {
@@ -10,19 +11,10 @@ export async function until(cond: () => boolean | Promise<boolean>, what: string
 }
 
 /** Settles like `promise`, or throws naming `what` after `ms` (a test never hangs on it). */
-export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`Timed out after ${ms} ms waiting for ${what}`)),
-          ms,
-        );
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
+export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  return withDeadline(
+    promise,
+    ms,
+    () => new Error(`Timed out after ${ms} ms waiting for ${what}`),
+  );
 }
