@@ -15,7 +15,7 @@
 import { parseArgs } from "node:util";
 import { generateDevCertificate } from "../src/certs/mod.ts";
 import { connect, type MoqSession, VERSIONS } from "../src/moq/mod.ts";
-import { connectQuicSession } from "../src/transport/quic.ts";
+import { connectQuicSession } from "../src/transport/quic/mod.ts";
 import { freeUdpTcpPort } from "../src/transport/free_port.ts";
 import { sleep } from "../src/timers/mod.ts";
 

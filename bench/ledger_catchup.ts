@@ -36,9 +36,9 @@ import {
   type LedgerEntry,
   type TrackPath,
 } from "../src/ledger/mod.ts";
-import { PostgresBackend } from "../src/ledger/postgres.ts";
+import { PostgresBackend } from "../src/ledger/postgres/postgres_backend.ts";
 import { connect, VERSIONS } from "../src/moq/mod.ts";
-import { connectQuicSession } from "../src/transport/quic.ts";
+import { connectQuicSession } from "../src/transport/quic/mod.ts";
 import { dropTable, findPostgres, freshTableName } from "../tests/support/postgres.ts";
 
 const { values } = parseArgs({

@@ -6,8 +6,8 @@
 // PostgreSQL comes from SLUICE_TEST_PG_URL or 127.0.0.1:5432/test (skipped if absent);
 // S3 is an in-process s3rver (it shares this process's CPU with the client).
 import { DirectoryBackend, Ledger, type LedgerBackend, MemoryBackend } from "../src/ledger/mod.ts";
-import { PostgresBackend } from "../src/ledger/postgres.ts";
-import { S3Backend } from "../src/ledger/s3.ts";
+import { PostgresBackend } from "../src/ledger/postgres/postgres_backend.ts";
+import { S3Backend } from "../src/ledger/s3/s3_backend.ts";
 import { dropTable, findPostgres, freshTableName } from "../tests/support/postgres.ts";
 import { startS3rver } from "../tests/support/s3rver.ts";
 import { quantile } from "./support/quantile.ts";

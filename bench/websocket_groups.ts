@@ -20,7 +20,7 @@ import { bindSamePort, qmuxUpgrade, startHttpServer } from "../src/http/mod.ts";
 import { VERSIONS } from "../src/moq/mod.ts";
 import { connectQMux, type QMuxDraft } from "../src/transport/qmux/mod.ts";
 import { admitAny, connectWebTransport, listen } from "../src/transport/mod.ts";
-import { connectQuicSession } from "../src/transport/quic.ts";
+import { connectQuicSession } from "../src/transport/quic/mod.ts";
 import type { Session } from "../src/transport/session.ts";
 import {
   type Figures,

@@ -12,7 +12,7 @@
  */
 import { connect, TrackProducer, VERSIONS } from "../src/moq/mod.ts";
 import { connectQMux } from "../src/transport/qmux/mod.ts";
-import { connectQuicSession } from "../src/transport/quic.ts";
+import { connectQuicSession } from "../src/transport/quic/mod.ts";
 import { freeUdpTcpPort } from "../src/transport/free_port.ts";
 import { testCertificate, testCertificateFiles } from "../tests/support/certs.ts";
 import { spawnRelay } from "../tests/support/relay_process.ts";

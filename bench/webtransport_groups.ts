@@ -7,7 +7,7 @@
  */
 import { generateDevCertificate } from "../src/certs/mod.ts";
 import { listen } from "../src/transport/listener.ts";
-import { connectQuicSession } from "../src/transport/quic.ts";
+import { connectQuicSession } from "../src/transport/quic/mod.ts";
 import type { Session } from "../src/transport/session.ts";
 import { connectWebTransport } from "../src/transport/webtransport/mod.ts";
 import { type Figures, moqGroups } from "./support/moq_groups.ts";

@@ -37,5 +37,5 @@ export type { RecordSink } from "./funnel/sink.ts";
 export type { LiveOptions, LiveSide } from "./funnel/live/start.ts";
 export type { EntryFetch, LivePublisher } from "./funnel/live/publisher.ts";
 export type { RedialTimers, RelayClient, RelayState } from "./funnel/live/relay_client.ts";
-export type { WorkerListener } from "./funnel/live/worker_listener.ts";
-export type { LiveListener } from "./funnel/live/listener.ts";
+export type { WorkerListener } from "./funnel/live/listener/worker_listener_host.ts";
+export type { LiveListener } from "./funnel/live/listener/inline_listener.ts";

@@ -5,7 +5,7 @@
 // streams, oversized frame declarations, and abrupt closes.
 import * as codec from "../../src/moq/codec/messages.ts";
 import type { Session } from "../../src/transport/mod.ts";
-import { quicSession } from "../../src/transport/quic.ts";
+import { quicSession } from "../../src/transport/quic/mod.ts";
 import { connectQMux } from "../../src/transport/qmux/mod.ts";
 import { connectWebTransport } from "../../src/transport/webtransport/mod.ts";
 import { concatBytes, Encoder, encodeVarint } from "../../src/wire/mod.ts";

@@ -1,4 +1,4 @@
-import { errorText } from "../errors/mod.ts";
+import { errorText } from "../error_text/mod.ts";
 import { exportJWK, generateKeyPair } from "jose";
 import { ed25519Thumbprint, parseKeySet } from "./key_set.ts";
 import { pathProblem, prefixCovers } from "../path/mod.ts";

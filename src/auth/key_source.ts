@@ -1,4 +1,4 @@
-import { errorText } from "../errors/mod.ts";
+import { errorText } from "../error_text/mod.ts";
 import type { KeySet } from "./key_set.ts";
 
 import { systemTimers, type Timers } from "../timers/mod.ts";

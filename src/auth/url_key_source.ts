@@ -1,4 +1,4 @@
-import { errorText } from "../errors/mod.ts";
+import { errorText } from "../error_text/mod.ts";
 import { type KeySet, MAX_KEY_SET_BYTES, parseKeySet } from "./key_set.ts";
 import { PollingKeySource, type PollOptions } from "./key_source.ts";
 

@@ -1,5 +1,5 @@
 /** Racing transports: the preferred one gets a head start, the first to open is kept. */
-import { errorText } from "../errors/mod.ts";
+import { errorText } from "../error_text/mod.ts";
 import { systemTimers, type Timers } from "../timers/mod.ts";
 import type { Session } from "../transport/session.ts";
 

@@ -5,7 +5,7 @@
  */
 import { connect, MoqCode, type MoqSession, type ReceivedGroup, VERSIONS } from "../moq/mod.ts";
 import type { TrackInfo } from "../moq/mod.ts";
-import { errorText } from "../errors/mod.ts";
+import { errorText } from "../error_text/mod.ts";
 import { sleep, type Timers } from "../timers/mod.ts";
 import type { CertificateHash, Dialer } from "./dial.ts";
 

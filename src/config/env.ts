@@ -1,4 +1,4 @@
-import { errorText } from "../errors/mod.ts";
+import { errorText } from "../error_text/mod.ts";
 import { ConfigError, type ConfigProblem } from "./errors.ts";
 
 /** An environment snapshot: variable name to value. */

@@ -1,4 +1,4 @@
-import { errorText } from "../errors/mod.ts";
+import { errorText } from "../error_text/mod.ts";
 import { ConfigError } from "../config/errors.ts";
 import { type Env, loadFunnelConfig } from "../config/funnel.ts";
 import { consoleLogger } from "../log/mod.ts";

@@ -18,8 +18,8 @@
  *
  * @module
  */
-export * from "./group_id.ts";
-export * from "./track_path.ts";
+export * from "../record/group_id.ts";
+export * from "../record/track_path.ts";
 export * from "./entry.ts";
 export { withoutPayload } from "./codec.ts";
 export * from "./errors.ts";
@@ -27,12 +27,12 @@ export type { LedgerBackend, TrackBackend } from "./backend.ts";
 export * from "./entry_stream.ts";
 export * from "./track_ledger.ts";
 export * from "./ledger.ts";
-export * from "./memory.ts";
-export * from "./location.ts";
+export * from "./memory/memory_backend.ts";
+export * from "../config/ledger_location.ts";
 export * from "./open.ts";
-export * from "./directory.ts";
+export * from "./directory/directory_backend.ts";
 // Types only: the PostgreSQL and S3 drivers load when openBackend opens such a
 // ledger, so importing this module does not load them.
-export type { PostgresBackend, PostgresOptions } from "./postgres.ts";
-export type { S3Backend, S3Options } from "./s3.ts";
+export type { PostgresBackend, PostgresOptions } from "./postgres/postgres_backend.ts";
+export type { S3Backend, S3Options } from "./s3/s3_backend.ts";
 export { STORAGE_DEADLINE_MS } from "./deadline.ts";

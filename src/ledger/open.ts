@@ -1,7 +1,7 @@
 import type { LedgerBackend } from "./backend.ts";
-import { DirectoryBackend } from "./directory.ts";
-import type { LedgerLocation } from "./location.ts";
-import { MemoryBackend } from "./memory.ts";
+import { DirectoryBackend } from "./directory/directory_backend.ts";
+import type { LedgerLocation } from "../config/ledger_location.ts";
+import { MemoryBackend } from "./memory/memory_backend.ts";
 
 /** Object-store credentials (from STORE_ACCESS_KEY_ID and friends, read by config). */
 export interface StoreCredentials {
@@ -36,12 +36,12 @@ export async function openBackend(
     case "postgres": {
       // Loaded here, not at the top, so a program that never uses PostgreSQL
       // never loads its driver.
-      const { PostgresBackend } = await import("./postgres.ts");
+      const { PostgresBackend } = await import("./postgres/postgres_backend.ts");
       return await PostgresBackend.open(location.url, location.table);
     }
     case "s3": {
       // The AWS SDK is large: loaded only when an S3 ledger is opened.
-      const { S3Backend } = await import("./s3.ts");
+      const { S3Backend } = await import("./s3/s3_backend.ts");
       return await S3Backend.open({
         bucket: location.bucket,
         prefix: location.prefix,

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { errorStack } from "../errors/mod.ts";
+import { errorStack } from "../error_text/mod.ts";
 
 /** Log levels, most severe first. */
 export type LogLevel = "error" | "warn" | "info" | "debug";

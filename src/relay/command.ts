@@ -1,7 +1,7 @@
 import { ConfigError } from "../config/errors.ts";
 import { runtimeV8FlagsArgument } from "../config/gc.ts";
 import { loadRelayConfig } from "../config/relay.ts";
-import { ReexecNotAllowedError } from "./reexec.ts";
+import { ReexecNotAllowedError } from "./ops/reexec.ts";
 import { runRelay } from "./run.ts";
 
 /**

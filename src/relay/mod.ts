@@ -6,10 +6,10 @@
  *
  * @module
  */
-export { DOCTOR_HEADING, type DoctorOptions, renderGcBlock, runDoctor } from "./doctor.ts";
+export { DOCTOR_HEADING, type DoctorOptions, renderGcBlock, runDoctor } from "./ops/doctor.ts";
 export { type RelayOptions, type RunningRelay, startRelay } from "./server.ts";
-export { createRelayMetrics, type RelayMetrics } from "./relay_metrics.ts";
-export { RelayCore, SubscribeError } from "./relay_core.ts";
+export { createRelayMetrics, type RelayMetrics } from "./metrics/relay_metrics.ts";
+export { RelayCore, SubscribeError } from "./routing/relay_core.ts";
 export { runRelay, type RunRelayIo } from "./run.ts";
 export { runRelayCommand } from "./command.ts";
 export {
@@ -19,4 +19,4 @@ export {
   type PeerTransport,
   peerTransport,
   type Resolver,
-} from "./peers.ts";
+} from "./mesh/peers.ts";

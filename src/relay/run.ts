@@ -6,11 +6,11 @@ import {
   type Verifier,
 } from "../auth/mod.ts";
 import { ConfigError } from "../config/errors.ts";
-import { errorText } from "../errors/mod.ts";
+import { errorText } from "../error_text/mod.ts";
 import { loadServingCertificate } from "../certs/mod.ts";
 import type { RelayConfig } from "../config/relay.ts";
-import { reexecWithV8Flags } from "./reexec.ts";
-import { peerCredentials } from "./peer_credential.ts";
+import { reexecWithV8Flags } from "./ops/reexec.ts";
+import { peerCredentials } from "./mesh/peer_credential.ts";
 import { startRelay } from "./server.ts";
 import { readUdpReceiveBuffers, udpReceiveBufferAdvice } from "../transport/udp_buffers.ts";
 

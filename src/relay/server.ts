@@ -1,6 +1,6 @@
-import { errorStack } from "../errors/mod.ts";
+import { errorStack } from "../error_text/mod.ts";
 import { rateLimitedLog } from "../log/mod.ts";
-import { startMemoryTrimmer } from "../memory/mod.ts";
+import { startMemoryTrimmer } from "../heap/mod.ts";
 import type { Verifier } from "../auth/mod.ts";
 import type { TrackPatterns } from "../path/mod.ts";
 import {
@@ -20,10 +20,10 @@ import {
   type Listener,
   type Session,
 } from "../transport/mod.ts";
-import { admitSession } from "./admission.ts";
-import { createRelayHandler } from "./http_handler.ts";
-import { RelayCore } from "./relay_core.ts";
-import { createRelayMetrics, type RelayMetrics } from "./relay_metrics.ts";
+import { admitSession } from "./sessions/session_grants.ts";
+import { createRelayHandler } from "./ops/http_handler.ts";
+import { RelayCore } from "./routing/relay_core.ts";
+import { createRelayMetrics, type RelayMetrics } from "./metrics/relay_metrics.ts";
 import {
   type PeerCredential,
   type PeerEntry,
@@ -31,8 +31,8 @@ import {
   type PeerTransport,
   peerTransport,
   type Resolver,
-} from "./peers.ts";
-import { RelaySessions } from "./sessions.ts";
+} from "./mesh/peers.ts";
+import { RelaySessions } from "./sessions/relay_sessions.ts";
 
 /** Options of {@link startRelay}. */
 export interface RelayOptions {

@@ -5,7 +5,7 @@
  * relay's peering dial through it.
  */
 import { connectQMux } from "./qmux/mod.ts";
-import { connectQuicSession } from "./quic.ts";
+import { connectQuicSession } from "./quic/mod.ts";
 import type { Session } from "./session.ts";
 import { connectWebTransport } from "./webtransport/mod.ts";
 

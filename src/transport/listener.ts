@@ -9,7 +9,7 @@
  * the moq SETUP, so for those connections admission is the moq layer's job:
  * the listener just yields the session.
  */
-import { quicSession } from "./quic.ts";
+import { quicSession } from "./quic/mod.ts";
 import type { Session } from "./session.ts";
 import {
   admitAny,

@@ -35,7 +35,7 @@ export {
   quicSession,
   type QuicSessionListener,
   type QuicSessionOptions,
-} from "./quic.ts";
+} from "./quic/mod.ts";
 export { H3_ALPN, listen, type Listener, type ListenOptions } from "./listener.ts";
 export { DEAD_PEER_MS, IDLE_TIMEOUT_MS, keepAliveFor } from "./liveness.ts";
 export type { Timers } from "./h3/connection.ts";

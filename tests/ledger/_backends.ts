@@ -1,7 +1,7 @@
 import { ListObjectsV2Command } from "@aws-sdk/client-s3";
 import { DirectoryBackend, type LedgerBackend, MemoryBackend } from "../../src/ledger/mod.ts";
-import { PostgresBackend } from "../../src/ledger/postgres.ts";
-import { S3Backend } from "../../src/ledger/s3.ts";
+import { PostgresBackend } from "../../src/ledger/postgres/postgres_backend.ts";
+import { S3Backend } from "../../src/ledger/s3/s3_backend.ts";
 import {
   dropTable,
   findPostgres,

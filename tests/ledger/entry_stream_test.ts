@@ -9,7 +9,7 @@ import {
   type TrackBackend,
   type TrackPath,
 } from "../../src/ledger/mod.ts";
-import { PostgresBackend } from "../../src/ledger/postgres.ts";
+import { PostgresBackend } from "../../src/ledger/postgres/postgres_backend.ts";
 import { dropTable, findPostgres, freshTableName, postgresMissing } from "../support/postgres.ts";
 import { ignoreWithout } from "../support/requires.ts";
 

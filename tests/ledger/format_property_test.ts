@@ -2,11 +2,11 @@
 // paths against generated and hostile input.
 import assert from "node:assert/strict";
 import { decodeBatch, encodeBatch } from "../../src/ledger/codec.ts";
-import { frame, HEADER, parseSegment, TRAILER } from "../../src/ledger/directory_segment.ts";
+import { frame, HEADER, parseSegment, TRAILER } from "../../src/ledger/directory/segment_file.ts";
 import type { LedgerEntry } from "../../src/ledger/entry.ts";
 import { LedgerError } from "../../src/ledger/errors.ts";
-import { formatGroupId, parseGroupId } from "../../src/ledger/group_id.ts";
-import { parseTrackPath, trackKey } from "../../src/ledger/track_path.ts";
+import { formatGroupId, parseGroupId } from "../../src/record/group_id.ts";
+import { parseTrackPath, trackKey } from "../../src/record/track_path.ts";
 import { concatBytes } from "../../src/wire/mod.ts";
 import { check, decodesOrRefuses, fc, hostileBytes, retainedSize } from "../support/property.ts";
 

@@ -6,7 +6,7 @@
 // covered by postgres_test.ts and the crash tests, which go through it.
 import assert from "node:assert/strict";
 
-const ROOT = new URL("../../", import.meta.url);
+const ROOT = new URL("../..", import.meta.url);
 const DRIVERS = ["npm:/postgres@", "npm:/@aws-sdk/"];
 
 interface Dependency {

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { ListObjectsV2Command, PutObjectCommand } from "@aws-sdk/client-s3";
 import { Ledger, type TrackPath } from "../../src/ledger/mod.ts";
-import { S3Backend } from "../../src/ledger/s3.ts";
+import { S3Backend } from "../../src/ledger/s3/s3_backend.ts";
 import { startS3rver } from "../support/s3rver.ts";
 
 const PATH: TrackPath = { broadcast: ["b"], track: "t" };

@@ -1,8 +1,8 @@
 // A backend that goes away answers LedgerError("unavailable") and works again when it returns.
 import assert from "node:assert/strict";
 import { Ledger, type LedgerBackend, LedgerError, type TrackPath } from "../../src/ledger/mod.ts";
-import { PostgresBackend } from "../../src/ledger/postgres.ts";
-import { S3Backend } from "../../src/ledger/s3.ts";
+import { PostgresBackend } from "../../src/ledger/postgres/postgres_backend.ts";
+import { S3Backend } from "../../src/ledger/s3/s3_backend.ts";
 import { dropTable, findPostgres, freshTableName, postgresMissing } from "../support/postgres.ts";
 import { ignoreWithout } from "../support/requires.ts";
 import { startS3rver } from "../support/s3rver.ts";

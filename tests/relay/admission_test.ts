@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createVerifier, MemoryKeySource, signToken } from "../../src/auth/mod.ts";
 import { originPolicy, webTransportAdmission } from "../../src/http/mod.ts";
 import { VERSIONS } from "../../src/moq/mod.ts";
-import { admitSession, sessionRoot } from "../../src/relay/admission.ts";
+import { admitSession, sessionRoot } from "../../src/relay/sessions/session_grants.ts";
 import type { WebTransportRequest } from "../../src/transport/webtransport/mod.ts";
 import { keySetOf, makeKey } from "../support/credentials.ts";
 

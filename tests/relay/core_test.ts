@@ -1,9 +1,9 @@
 // Unit tests of routing and fan-out against in-process upstreams; the same
 // behaviour is checked end to end over real sessions in relay_test.ts.
 import assert from "node:assert/strict";
-import { createRelayMetrics } from "../../src/relay/relay_metrics.ts";
-import { RelayCore, SubscribeError } from "../../src/relay/relay_core.ts";
-import type { RouteChange } from "../../src/relay/route_table.ts";
+import { createRelayMetrics } from "../../src/relay/metrics/relay_metrics.ts";
+import { RelayCore, SubscribeError } from "../../src/relay/routing/relay_core.ts";
+import type { RouteChange } from "../../src/relay/routing/route_table.ts";
 import { families, sampleValue } from "../support/prometheus.ts";
 import { FakeSource, group, take } from "./_fake_source.ts";
 

@@ -1,6 +1,6 @@
 // The peer dial schedule with injected random numbers.
 import assert from "node:assert/strict";
-import { DialBackoff } from "../../src/relay/dial_backoff.ts";
+import { DialBackoff } from "../../src/relay/mesh/dial_backoff.ts";
 
 Deno.test("failed dials wait 1 s doubling up to 30 s, spread by ±25%", () => {
   const middle = new DialBackoff({ random: () => 0.5 });

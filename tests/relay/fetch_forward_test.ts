@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { forwardFetches, type UpstreamFetch } from "../../src/relay/fetch_forward.ts";
+import { forwardFetches, type UpstreamFetch } from "../../src/relay/routing/fetch_forward.ts";
 
 const NEVER = new AbortController().signal;
 const t = (s: string) => new TextEncoder().encode(s);

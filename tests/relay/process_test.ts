@@ -2,7 +2,7 @@
 // dev certificate fallback, graceful stop on SIGTERM.
 import assert from "node:assert/strict";
 import { connect, VERSIONS } from "../../src/moq/mod.ts";
-import { connectQuicSession } from "../../src/transport/quic.ts";
+import { connectQuicSession } from "../../src/transport/quic/mod.ts";
 import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
 import { spawnRelay } from "../support/relay_process.ts";
 import { testCertificate, testCertificateFiles } from "../support/certs.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { RateMeter } from "../../src/relay/rate_meter.ts";
+import { RateMeter } from "../../src/relay/metrics/rate_meter.ts";
 
 Deno.test("route bitrate is the byte rate over the last five seconds", () => {
   let t = 10_000;

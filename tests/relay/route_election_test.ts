@@ -1,6 +1,6 @@
 // Route election: the order of the rules, the exact margins, and the reasons.
 import assert from "node:assert/strict";
-import { compareRoutes, type RouteStats } from "../../src/relay/route_election.ts";
+import { compareRoutes, type RouteStats } from "../../src/relay/routing/route_election.ts";
 
 const live = (over: Partial<RouteStats> = {}): RouteStats => ({ alive: true, hops: 1, ...over });
 

@@ -1,8 +1,8 @@
 // Subscribers keep their subscription when a broadcast's route changes: the
 // distributor moves its one upstream subscription and continues by sequence.
 import assert from "node:assert/strict";
-import { createRelayMetrics } from "../../src/relay/relay_metrics.ts";
-import { RelayCore } from "../../src/relay/relay_core.ts";
+import { createRelayMetrics } from "../../src/relay/metrics/relay_metrics.ts";
+import { RelayCore } from "../../src/relay/routing/relay_core.ts";
 import { FakeSource, group, settle, take } from "./_fake_source.ts";
 
 function setup(orphanMs = 1000) {

@@ -1,8 +1,8 @@
 // The route table: election on arrival, the one retained alternate, promotion,
 // hop-list updates, and the metrics each of them moves.
 import assert from "node:assert/strict";
-import { createRelayMetrics } from "../../src/relay/relay_metrics.ts";
-import { type RouteChange, RouteTable } from "../../src/relay/route_table.ts";
+import { createRelayMetrics } from "../../src/relay/metrics/relay_metrics.ts";
+import { type RouteChange, RouteTable } from "../../src/relay/routing/route_table.ts";
 import { FakeSource } from "./_fake_source.ts";
 
 function table(): { routes: RouteTable; metrics: ReturnType<typeof createRelayMetrics> } {

@@ -6,7 +6,7 @@ import {
   type MoqSessionOptions,
   TrackProducer,
 } from "../../src/moq/mod.ts";
-import { connectQuicSession, listenQuic } from "../../src/transport/quic.ts";
+import { connectQuicSession, listenQuic } from "../../src/transport/quic/mod.ts";
 import type { Session } from "../../src/transport/session.ts";
 import { testCertificate } from "./certs.ts";
 

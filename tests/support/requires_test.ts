@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const NOBODY = "postgres://postgres@127.0.0.1:1/test";
 
 /** Runs tests/ledger/postgres_test.ts with no PostgreSQL reachable; CI set to `ci` or unset. */

@@ -4,7 +4,7 @@ import {
   listenQuic,
   QuicConnectError,
   quicSession,
-} from "../../src/transport/quic.ts";
+} from "../../src/transport/quic/mod.ts";
 import { VERSIONS } from "../../src/moq/mod.ts";
 import { testCertificate } from "../support/certs.ts";
 

@@ -53,5 +53,5 @@ export {
   startWorkerListener,
   type WorkerListener,
   type WorkerListenerOptions,
-} from "./worker_listener.ts";
-export type { LiveListener } from "./listener.ts";
+} from "./listener/worker_listener_host.ts";
+export type { LiveListener } from "./listener/inline_listener.ts";

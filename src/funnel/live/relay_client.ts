@@ -1,5 +1,5 @@
 import { tokenFromUrl } from "../../auth/mod.ts";
-import { errorText } from "../../errors/mod.ts";
+import { errorText } from "../../error_text/mod.ts";
 import { systemTimers, type Timers } from "../../timers/mod.ts";
 import type { Logger } from "../../log/mod.ts";
 import { connect, goawayRedirect, type MoqSession, VERSIONS } from "../../moq/mod.ts";

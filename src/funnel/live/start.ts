@@ -12,7 +12,7 @@ import {
   type RelayState,
 } from "./relay_client.ts";
 import { fanOut, type RecordSink } from "../sink.ts";
-import { startWorkerListener, type WorkerListener } from "./worker_listener.ts";
+import { startWorkerListener, type WorkerListener } from "./listener/worker_listener_host.ts";
 
 /** How the startup line names the transport of each RELAY_URL scheme. */
 const TRANSPORT_NAMES: Readonly<Record<string, string>> = {

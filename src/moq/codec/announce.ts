@@ -1,6 +1,6 @@
 /** ANNOUNCE_INTEREST / ANNOUNCE_REQUEST, ANNOUNCE_OK and ANNOUNCE / ANNOUNCE_BROADCAST. */
 import { DecodeError, Decoder, Encoder } from "../../wire/mod.ts";
-import { encodeMessage, MAX_NAME } from "./message.ts";
+import { encodeMessage, MAX_NAME } from "./length_prefix.ts";
 import type { Version } from "./version.ts";
 
 /** Hop lists longer than this are refused (as @moq/net and Rust do). */

@@ -1,6 +1,6 @@
 /** FETCH: one group's frames on request. */
 import { Decoder, Encoder } from "../../wire/mod.ts";
-import { encodeMessage, MAX_NAME } from "./message.ts";
+import { encodeMessage, MAX_NAME } from "./length_prefix.ts";
 
 /** FETCH: one group's frames. */
 export interface Fetch {

@@ -1,6 +1,6 @@
 /** GOAWAY: the session should move elsewhere. */
 import { Decoder, Encoder } from "../../wire/mod.ts";
-import { encodeMessage, MAX_NAME } from "./message.ts";
+import { encodeMessage, MAX_NAME } from "./length_prefix.ts";
 
 /** GOAWAY: the session should move to `uri` (may be empty). */
 export interface Goaway {

@@ -5,7 +5,7 @@
  * One file per message family; this module gathers them for the session code.
  */
 export * from "./version.ts";
-export { MAX_CONTROL_MESSAGE, MAX_NAME } from "./message.ts";
+export { MAX_CONTROL_MESSAGE, MAX_NAME } from "./length_prefix.ts";
 export * from "./setup.ts";
 export * from "./announce.ts";
 export * from "./track.ts";

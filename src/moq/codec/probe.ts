@@ -1,6 +1,6 @@
 /** PROBE: bitrate and RTT reports. */
 import { Decoder, Encoder } from "../../wire/mod.ts";
-import { encodeMessage } from "./message.ts";
+import { encodeMessage } from "./length_prefix.ts";
 
 /** PROBE: bitrate (bits/s) and RTT (ms), 0 = unknown. */
 export interface Probe {

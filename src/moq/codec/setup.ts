@@ -1,6 +1,6 @@
 /** SETUP (lite-05): the parameters that open a session, and their limits. */
 import { DecodeError, Decoder, Encoder } from "../../wire/mod.ts";
-import { encodeMessage, MAX_CONTROL_MESSAGE } from "./message.ts";
+import { encodeMessage, MAX_CONTROL_MESSAGE } from "./length_prefix.ts";
 
 /** SETUP parameter count limit (as @moq/net and Rust). */
 export const MAX_SETUP_PARAMETERS = 64;

@@ -1,6 +1,6 @@
 /** SUBSCRIBE, SUBSCRIBE_UPDATE and the publisher's responses on the Subscribe stream. */
 import { DecodeError, Decoder, Encoder } from "../../wire/mod.ts";
-import { encodeMessage, MAX_NAME } from "./message.ts";
+import { encodeMessage, MAX_NAME } from "./length_prefix.ts";
 import type { Version } from "./version.ts";
 
 /** SUBSCRIBE: opens a subscription. Groups are absolute sequences; undefined = default. */

@@ -1,6 +1,6 @@
 /** TRACK and TRACK_INFO (lite-05): a track's properties on request. */
 import { DecodeError, Decoder, Encoder } from "../../wire/mod.ts";
-import { encodeMessage, MAX_NAME } from "./message.ts";
+import { encodeMessage, MAX_NAME } from "./length_prefix.ts";
 
 /** TRACK (05): asks for a track's properties. */
 export interface TrackRequest {

@@ -5,7 +5,7 @@
  * that stream, is logged once per kind, and never escapes into the session
  * or the process.
  */
-import { errorText } from "../../errors/mod.ts";
+import { errorText } from "../../error_text/mod.ts";
 import type { RecvStream, Session, SessionCloseInfo } from "../../transport/mod.ts";
 import type { Version } from "../codec/messages.ts";
 import { MoqCode, MoqError } from "../errors.ts";

@@ -9,7 +9,7 @@ import { normalizePath } from "../../path/mod.ts";
 import type { Sender } from "../sender.ts";
 import { TrackProducer } from "../track.ts";
 import type { StreamReader } from "../../wire/mod.ts";
-import { errorText } from "../../errors/mod.ts";
+import { errorText } from "../../error_text/mod.ts";
 import type { SessionCore } from "./core.ts";
 import type { ServeDecision, ServeRequest } from "./types.ts";
 

@@ -12,7 +12,7 @@ import { normalizePath } from "../../path/mod.ts";
 import type { Sender } from "../sender.ts";
 import type { CachedGroup } from "../cached_group.ts";
 import { TrackProducer } from "../track.ts";
-import { errorText } from "../../errors/mod.ts";
+import { errorText } from "../../error_text/mod.ts";
 import type { SessionCore } from "./core.ts";
 import { DeliveryGaps } from "./delivery_gaps.ts";
 import { LATE_GROUP_WAIT_MS } from "./subscription.ts";

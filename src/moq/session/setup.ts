@@ -8,7 +8,7 @@ import {
   UniType,
 } from "../codec/messages.ts";
 import { Sender } from "../sender.ts";
-import { errorText } from "../../errors/mod.ts";
+import { errorText } from "../../error_text/mod.ts";
 import type { SessionCore } from "./core.ts";
 
 /** Sends our SETUP (lite-05); on lite-04 there is none, so setup is done at once. */

@@ -10,7 +10,7 @@ import {
 import { MoqError } from "../errors.ts";
 import { normalizePath } from "../../path/mod.ts";
 import { wirePath } from "../path.ts";
-import { errorText } from "../../errors/mod.ts";
+import { errorText } from "../../error_text/mod.ts";
 import { SessionClosedError } from "../../transport/errors.ts";
 import type { SessionCore } from "./core.ts";
 import { requestTrackInfo } from "./fetch.ts";

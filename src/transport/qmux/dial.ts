@@ -7,7 +7,7 @@
  * reports the HTTP status of a refused handshake in
  * {@linkcode QMuxConnectError.status}.
  */
-import { errorText } from "../../errors/mod.ts";
+import { errorText } from "../../error_text/mod.ts";
 import type { Session } from "../session.ts";
 import { checkQMuxUrl, qmuxClientSession } from "./client_session.ts";
 import { QMuxConnectError } from "./errors.ts";

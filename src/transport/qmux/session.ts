@@ -5,7 +5,7 @@
  * and the session's life (transport parameters, keep-alive, close both
  * ways) is handled here.
  */
-import { errorText } from "../../errors/mod.ts";
+import { errorText } from "../../error_text/mod.ts";
 import { systemTimers, type Timers } from "../../timers/mod.ts";
 import { DropOldestQueue, varintSize } from "../../wire/mod.ts";
 import { SessionClosedError } from "../errors.ts";

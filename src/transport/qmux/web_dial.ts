@@ -3,7 +3,7 @@
  * no TLS options: the server's certificate must be one the runtime trusts.
  * Uses only the WHATWG WebSocket API, so a browser bundle carries no Deno API.
  */
-import { errorText } from "../../errors/mod.ts";
+import { errorText } from "../../error_text/mod.ts";
 import type { Session } from "../session.ts";
 import { checkQMuxUrl, type QMuxClientOptions, qmuxClientSession } from "./client_session.ts";
 import { QMuxConnectError } from "./errors.ts";

@@ -6,7 +6,7 @@
  * for the peer's delayed ACKs), says which status refused it, and writes
  * one message at a time (`bufferedAmount` is what waits in its queue).
  */
-import { errorText } from "../../errors/mod.ts";
+import { errorText } from "../../error_text/mod.ts";
 import { concatBytes } from "../../wire/mod.ts";
 import { QMuxConnectError } from "./errors.ts";
 import type { MessageSocket, SocketEvents } from "./socket.ts";

@@ -1,5 +1,5 @@
 /** Dialing a `moqt://` URL over native QUIC. */
-import { errorText } from "../../errors/mod.ts";
+import { errorText } from "../../error_text/mod.ts";
 import { isIpLiteral } from "../address.ts";
 import type { Session } from "../session.ts";
 import { quicSession } from "./session.ts";

@@ -8,7 +8,7 @@
  * instead of throwing; Deno's stream errors are translated by
  * `quic_errors.ts`.
  */
-import { errorText } from "../../errors/mod.ts";
+import { errorText } from "../../error_text/mod.ts";
 import { formatAddr } from "../address.ts";
 import type {
   BidiStream,
@@ -19,7 +19,7 @@ import type {
   StreamOptions,
 } from "../session.ts";
 import { SessionClosedError } from "../errors.ts";
-import { fromDenoQuicError } from "../quic_errors.ts";
+import { fromDenoQuicError } from "./quic_errors.ts";
 
 /** Options for {@linkcode quicSession}. */
 export interface QuicSessionOptions {

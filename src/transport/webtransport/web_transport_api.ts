@@ -3,7 +3,7 @@
  * so MoQ runs over the browser's own HTTP/3 stack. Uses no Deno API: this
  * module is what a browser bundle carries instead of sluice's own client.
  */
-import { errorText } from "../../errors/mod.ts";
+import { errorText } from "../../error_text/mod.ts";
 import { SessionClosedError, StreamError } from "../errors.ts";
 import type { BidiStream, RecvStream, SendStream, Session, SessionCloseInfo } from "../session.ts";
 

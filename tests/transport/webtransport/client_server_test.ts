@@ -5,7 +5,7 @@ import {
   WebTransportStreamError,
 } from "../../../src/transport/webtransport/mod.ts";
 import { SessionClosedError, StreamError } from "../../../src/transport/mod.ts";
-import { connectQuicSession } from "../../../src/transport/quic.ts";
+import { connectQuicSession } from "../../../src/transport/quic/mod.ts";
 import { readText, startServer, writeText } from "../_server.ts";
 import { VERSIONS } from "../../../src/moq/mod.ts";
 

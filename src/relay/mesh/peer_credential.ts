@@ -1,0 +1,24 @@
+import { MAX_LIFETIME_SECONDS, type Signer } from "../../auth/mod.ts";
+import type { PeerCredential } from "./peers.ts";
+
+/**
+ * Signs this relay's peer credentials with RELAY_PEER_KEY: one `peer` scope
+ * over everything the key may reach (its own prefix, when it has one), the
+ * relay's name as `sub`, valid for the longest lifetime a credential may
+ * have. The dialing relay renews each session a minute before it expires.
+ */
+export function peerCredentials(
+  signer: Signer,
+  name: string,
+  now: () => number = Date.now,
+): () => Promise<PeerCredential> {
+  return async () => {
+    const issuedAt = now();
+    const token = await signer.sign({
+      sub: name,
+      scopes: [{ actions: ["peer"], broadcast: { prefix: signer.prefix ?? "" } }],
+    }, { ttlSeconds: MAX_LIFETIME_SECONDS, now: () => issuedAt });
+    // iat is whole seconds: the expiry is counted from the same second.
+    return { token, expiresAt: (Math.floor(issuedAt / 1000) + MAX_LIFETIME_SECONDS) * 1000 };
+  };
+}

@@ -1,0 +1,445 @@
+import { errorText } from "../../error_text/mod.ts";
+import {
+  DeliveryGaps,
+  type GroupFetcher,
+  type TrackInfo,
+  TrackProducer,
+  type WriteGroupOptions,
+} from "../../moq/mod.ts";
+import type { RelayMetrics } from "../metrics/relay_metrics.ts";
+import type { RouteSource } from "./route_table.ts";
+
+/** A complete group received from upstream. */
+export interface IncomingGroup {
+  /** The publisher's group sequence. */
+  readonly sequence: number;
+  /** The group's frames, in order. */
+  readonly frames: readonly Uint8Array[];
+  /** The group's timestamp in the track timescale, when the publisher sent one. */
+  readonly timestamp?: number;
+  /** The same timestamp, exact (a nanosecond timescale exceeds 2^53). */
+  readonly exactTimestamp?: bigint;
+}
+
+/** The relay's one upstream subscription for a track. */
+export interface UpstreamTrack {
+  /** Complete groups as they arrive; ends when the track or the publisher ends. */
+  readonly groups: AsyncIterable<IncomingGroup>;
+  /** Cancels the upstream subscription. */
+  close(): void;
+  /** Groups being received right now (fill tasks), when the source can tell. */
+  inflight?(): number;
+  /** Groups the upstream subscription's queue dropped so far because the relay fell behind. */
+  skipped?(): number;
+  /**
+   * Resolves once the publisher answered the subscription itself (not only
+   * the track's properties) or sent a group; a switch keeps the old upstream
+   * until then (make before break).
+   */
+  readonly answered?: Promise<void>;
+  /** The track's properties as the publisher gave them (TRACK_INFO), passed on downstream. */
+  readonly info?: TrackInfo | undefined;
+}
+
+/** Options of a {@link TrackDistributor}. */
+export interface DistributorOptions {
+  /** Broadcast path, without a leading slash. */
+  readonly path: string;
+  /** Track name. */
+  readonly track: string;
+  /** Groups kept in the ring (GROUP_CACHE_SIZE). */
+  readonly cacheSize: number;
+  /** The upstream track's properties, advertised as they are (its timescale above all). */
+  readonly info?: TrackInfo | undefined;
+  /**
+   * Where a FETCH the ring cannot answer goes (the broadcast's upstream, see
+   * fetch_forward.ts); also how the distributor fills gaps in what its
+   * upstream delivered.
+   */
+  readonly fetchMissing?: GroupFetcher;
+  /** Metrics to update. */
+  readonly metrics: RelayMetrics;
+  /** Clock in ms (injected). */
+  readonly now: () => number;
+  /** Called with each group's size as it arrives and the source it came through (route bitrate). */
+  readonly onBytes?: (source: RouteSource, bytes: number) => void;
+  /** Opens an upstream subscription through another route, from group `start` ({@link TrackDistributor.switchTo}). */
+  readonly open?: (source: RouteSource, start: number | undefined) => Promise<UpstreamTrack>;
+  /**
+   * The current upstream ended by itself (the publisher finished the track,
+   * or its session went away): the relay decides whether to switch routes or
+   * {@link TrackDistributor.close}. Without it the distributor ends.
+   */
+  readonly onUpstreamEnd?: (source: RouteSource) => void;
+  /** Called once when the distributor ended (upstream gone, or no subscribers left). */
+  readonly onEnd?: () => void;
+  /** Logs a line. */
+  readonly log?: (line: string) => void;
+  /**
+   * How long the upstream subscription is kept with no subscriber, in ms
+   * (default 5000): a subscriber arriving meanwhile still gets the latest group.
+   */
+  readonly idleMs?: number;
+}
+
+/** One upstream subscription feeding the ring, and the route it came through. */
+interface Feed {
+  readonly upstream: UpstreamTrack;
+  readonly source: RouteSource;
+  /** A switch's feed until its first group: the gaps open then are repaired at once. */
+  switched: boolean;
+  /** True once its read loop finished. */
+  done: boolean;
+}
+
+/**
+ * How long a gap in what the upstream delivered may stay open before the
+ * distributor fetches the missing groups, ms. Each group travels on its own
+ * stream, so on a lossy link a retransmitted one lands a little after newer
+ * ones; after a route change there is nothing to wait for.
+ */
+export const GAP_REPAIR_WAIT_MS = 500;
+
+/** Most groups of one gap the distributor fetches; older ones in it are counted as lost. */
+const GAP_REPAIR_LIMIT = 1024;
+
+/**
+ * How long an old upstream is kept after a switch while the new one has not
+ * answered, ms: both feed the ring meanwhile (each sequence is taken once).
+ */
+const SWITCH_OVERLAP_MS = 5000;
+
+/**
+ * Groups received from upstream within one event-loop turn go to subscribers
+ * as one burst, and none younger than this is lost to GROUP_CACHE_SIZE or a
+ * subscriber's queue bound (see TrackProducerOptions.burstMs). Groups arrive
+ * one stream at a time; sent one by one, each took nearly a packet of its own
+ * per subscriber, which on a busy relay cost more than the groups themselves.
+ */
+const GROUP_BURST_MS = 50;
+
+/**
+ * Fans one upstream track out to every downstream subscriber. Upstream
+ * groups go into a ring of the most recent GROUP_CACHE_SIZE complete groups
+ * (a TrackProducer); each subscriber's session reads it through its own
+ * cursor, so a slow subscriber never holds back the upstream reader or the
+ * others, starts at the latest group, and when it falls behind the ring is
+ * skipped forward to the latest group.
+ *
+ * When the broadcast's route changes, {@link switchTo} subscribes through
+ * the new route from the lowest group not received and releases the old
+ * upstream only once the new one answered, so subscribers keep their
+ * subscription: the ring takes each sequence once, whichever upstream
+ * delivers it.
+ *
+ * Gaps are repaired, not skipped: a sequence missing below the highest one
+ * received (lost on a route change, dropped by an upstream that fell behind,
+ * or late beyond {@link GAP_REPAIR_WAIT_MS}) is fetched through the route
+ * (for a funnel's track that reaches its ledger) and written to the ring as
+ * a late group, which every subscriber that has not skipped past it gets.
+ * A gap that cannot be fetched counts once in `subscriber_skips_total`
+ * (its subscribers skip forward over it), as does each subscriber that
+ * falls behind and skips forward; repairs count in `group_repairs_total`.
+ * The first group of a gap is fetched before the rest, so a route that
+ * cannot fetch costs one request per gap.
+ */
+export class TrackDistributor {
+  /** Broadcast path without a leading slash. */
+  readonly path: string;
+  /** Track name. */
+  readonly track: string;
+  /** The source every subscriber's session serves from. */
+  readonly producer: TrackProducer;
+  readonly #opts: DistributorOptions;
+  readonly #trackLabel: { track: string };
+  #feed: Feed | undefined;
+  #target: RouteSource | undefined;
+  readonly #gaps: DeliveryGaps;
+  #repairTimer: ReturnType<typeof setTimeout> | undefined;
+  readonly #repairs = new AbortController();
+  #subscribers = 0;
+  #ended = false;
+  #idle: ReturnType<typeof setTimeout> | undefined;
+
+  /** Creates a distributor; call {@link start} with the upstream once it is available. */
+  constructor(options: DistributorOptions) {
+    this.#opts = options;
+    this.path = options.path;
+    this.track = options.track;
+    this.#trackLabel = { track: `/${options.path}/${options.track}` };
+    this.#gaps = new DeliveryGaps(GAP_REPAIR_WAIT_MS, options.now);
+    const m = options.metrics;
+    const egress = m.egressBytesTotal.bind(this.#trackLabel);
+    const delivery = m.groupDeliverySeconds.bind(this.#trackLabel);
+    this.producer = new TrackProducer({
+      ...options.info,
+      cache: options.cacheSize,
+      burstMs: GROUP_BURST_MS,
+      clock: options.now,
+      ...(options.fetchMissing ? { fetchMissing: options.fetchMissing } : {}),
+      observer: {
+        attached: () => {
+          this.#subscribers++;
+          this.#disarm();
+        },
+        detached: () => {
+          this.#subscribers--;
+          if (this.#subscribers === 0) this.#arm();
+        },
+        // Once per group per subscriber: series bound once, not looked up by label each time.
+        delivered: (group) => {
+          egress(group.size);
+          delivery(Math.max(0, this.#opts.now() - group.writtenAt) / 1000);
+        },
+        // The spec's count: subscribers skipped forward, not the groups they passed over.
+        skipped: (_count, forward) => {
+          if (forward) m.subscriberSkipsTotal.inc();
+        },
+      },
+    });
+  }
+
+  /** True once upstream ended or the distributor closed. */
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  /** Number of attached subscribers. */
+  get subscriberCount(): number {
+    return this.#subscribers;
+  }
+
+  /** Groups held in the ring. */
+  get depth(): number {
+    return this.producer.cached;
+  }
+
+  /** Groups being received from upstream now. */
+  get fillsInflight(): number {
+    return this.#feed?.upstream.inflight?.() ?? 0;
+  }
+
+  /** Label of this track on metrics whose only track label is `track`. */
+  get trackLabel(): string {
+    return this.#trackLabel.track;
+  }
+
+  /** The route the distributor reads from, or is switching to. */
+  get source(): RouteSource | undefined {
+    return this.#target;
+  }
+
+  /** Starts reading the first upstream subscription, opened through `source`. */
+  start(upstream: UpstreamTrack, source: RouteSource): void {
+    if (this.#ended) {
+      upstream.close();
+      return;
+    }
+    this.#target = source;
+    this.#begin({ upstream, source, switched: false, done: false });
+  }
+
+  /**
+   * Moves the upstream subscription to `source` (the broadcast's new route):
+   * subscribes there from the lowest group not received (the one after the
+   * latest when nothing is missing), and releases the old one once the new
+   * one answered. If the new route refuses or does not answer, a
+   * still-running old upstream is kept; otherwise the relay is told the
+   * upstream ended ({@link DistributorOptions.onUpstreamEnd}).
+   */
+  async switchTo(source: RouteSource): Promise<void> {
+    const open = this.#opts.open;
+    if (this.#ended || this.#target === source || !open) return;
+    this.#target = source;
+    const latest = this.producer.latest;
+    const from = this.#gaps.firstMissing ?? (latest === undefined ? undefined : latest + 1);
+    let upstream: UpstreamTrack;
+    try {
+      upstream = await open(source, from);
+    } catch (e) {
+      if (this.#ended || this.#target !== source) return;
+      const old = this.#feed;
+      this.#opts.log?.(
+        `relay: /${this.path}/${this.track} cannot move to ${source.remote}: ${errorText(e)}`,
+      );
+      if (old && !old.done) this.#target = old.source;
+      else if (this.#opts.onUpstreamEnd) this.#opts.onUpstreamEnd(source);
+      else this.#end();
+      return;
+    }
+    if (this.#ended || this.#target !== source) {
+      upstream.close();
+      return;
+    }
+    this.#begin({ upstream, source, switched: latest !== undefined, done: false });
+  }
+
+  #begin(feed: Feed): void {
+    const old = this.#feed;
+    this.#feed = feed;
+    if (old) this.#release(old, feed);
+    if (this.#subscribers === 0) this.#arm();
+    this.#read(feed).then(() => this.#fed(feed), (e) => {
+      if (feed === this.#feed) {
+        this.#opts.log?.(`relay: upstream of /${this.path}/${this.track} failed: ${errorText(e)}`);
+      }
+      this.#fed(feed);
+    });
+  }
+
+  // A feed's loop ended: if it was the current one, the relay decides what follows.
+  #fed(feed: Feed): void {
+    feed.done = true;
+    if (feed !== this.#feed || this.#ended) return;
+    if (this.#opts.onUpstreamEnd) this.#opts.onUpstreamEnd(feed.source);
+    else this.#end();
+  }
+
+  // Make before break: the old upstream keeps feeding the ring until the new one answered.
+  #release(old: Feed, next: Feed): void {
+    const answered = next.upstream.answered;
+    if (old.done || answered === undefined) return closeQuietly(old.upstream);
+    const timer = setTimeout(() => closeQuietly(old.upstream), SWITCH_OVERLAP_MS);
+    const close = (): void => {
+      clearTimeout(timer);
+      closeQuietly(old.upstream);
+    };
+    answered.then(close, close);
+  }
+
+  async #read(feed: Feed): Promise<void> {
+    const m = this.#opts.metrics;
+    // What the upstream queue dropped is counted here; the gaps it leaves are repaired.
+    let overflowed = 0;
+    const countOverflows = (): void => {
+      const dropped = feed.upstream.skipped?.() ?? 0;
+      if (dropped > overflowed) m.upstreamQueueOverflowsTotal.inc({}, dropped - overflowed);
+      overflowed = dropped;
+    };
+    for await (const group of feed.upstream.groups) {
+      if (this.#ended) break;
+      countOverflows();
+      let bytes = 0;
+      for (const f of group.frames) bytes += f.byteLength;
+      m.ingressBytesTotal.inc(this.#trackLabel, bytes);
+      this.#opts.onBytes?.(feed.source, bytes);
+      // A late group (retransmitted after newer ones) is taken too; a duplicate is refused,
+      // which is also what keeps the old and the new upstream of a switch from doubling up.
+      this.producer.writeGroup(
+        group.sequence,
+        group.frames,
+        stamped(group.exactTimestamp ?? group.timestamp),
+      );
+      this.#gaps.sent(group.sequence);
+      if (feed.switched) {
+        // What the old route did not deliver will not come late from it: fetch it now.
+        feed.switched = false;
+        this.#repair(this.#gaps.expired(true));
+      }
+      this.#armRepair();
+    }
+    countOverflows();
+  }
+
+  // Fetches the gaps that stayed open past their wait when that time comes.
+  #armRepair(): void {
+    if (this.#repairTimer !== undefined || this.#ended) return;
+    const at = this.#gaps.nextDeadline();
+    if (at === undefined) return;
+    this.#repairTimer = setTimeout(() => {
+      this.#repairTimer = undefined;
+      this.#repair(this.#gaps.expired());
+      this.#armRepair();
+    }, Math.max(1, at - this.#opts.now()));
+  }
+
+  #repair(ranges: ReadonlyArray<readonly [number, number]>): void {
+    for (const [start, end] of ranges) {
+      const first = Math.max(start, end - GAP_REPAIR_LIMIT + 1);
+      if (first > start) this.#lost(first - start, start, first - 1, "too many to fetch");
+      void this.#repairRange(first, end);
+    }
+  }
+
+  // The lowest missing group is fetched first: when the route cannot fetch it (a publisher
+  // with no FETCH, or whose sequences have holes by design), the rest is not asked for.
+  async #repairRange(start: number, end: number): Promise<void> {
+    const missing: number[] = [];
+    for (let s = start; s <= end; s++) if (!this.producer.has(s)) missing.push(s);
+    if (missing.length === 0) return;
+    const [first, ...rest] = missing;
+    const probed = await this.#repairOne(first!);
+    if (probed) await Promise.all(rest.map((s) => this.#repairOne(s)));
+    if (this.#ended) return;
+    const lost = missing.filter((s) => !this.producer.has(s)).length;
+    if (lost > 0) this.#lost(lost, start, end, "no route could fetch them");
+  }
+
+  // Fetches one group into the ring; true when the ring has it afterwards.
+  async #repairOne(sequence: number): Promise<boolean> {
+    const fetched = await this.#opts.fetchMissing?.(sequence, this.#repairs.signal)
+      .catch(() => undefined);
+    if (this.#ended || this.producer.has(sequence)) return true;
+    if (!fetched) return false;
+    try {
+      this.producer.writeGroup(sequence, fetched.frames, stamped(fetched.timestamp));
+    } catch {
+      return false; // a peer's answer the ring cannot take (a timestamp out of range)
+    }
+    this.#opts.metrics.groupRepairsTotal.inc();
+    return true;
+  }
+
+  // Groups no upstream delivered and none could fetch are lost to every subscriber, who
+  // skip forward over them: one skip per gap, whatever its length.
+  #lost(count: number, start: number, end: number, why: string): void {
+    this.#opts.metrics.subscriberSkipsTotal.inc();
+    this.#opts.log?.(
+      `relay: /${this.path}/${this.track}: ${count} group(s) in ${start}..${end} lost: ${why}`,
+    );
+  }
+
+  // Nobody is left to serve: release the upstream subscription after a grace period.
+  #arm(): void {
+    if (this.#ended || this.#idle !== undefined) return;
+    const ms = this.#opts.idleMs ?? 5000;
+    this.#idle = setTimeout(() => {
+      this.#idle = undefined;
+      if (this.#subscribers === 0) this.#end();
+    }, ms);
+  }
+
+  #disarm(): void {
+    if (this.#idle !== undefined) clearTimeout(this.#idle);
+    this.#idle = undefined;
+  }
+
+  /** Ends the distributor: upstream is released and every subscriber finishes. */
+  close(): void {
+    this.#end();
+  }
+
+  #end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#disarm();
+    if (this.#repairTimer !== undefined) clearTimeout(this.#repairTimer);
+    this.#repairs.abort();
+    if (this.#feed) closeQuietly(this.#feed.upstream);
+    this.producer.close();
+    this.#opts.onEnd?.();
+  }
+}
+
+/** The write options for an upstream timestamp: none (0 or absent) lets the ring stamp it. */
+function stamped(timestamp: number | bigint | undefined): WriteGroupOptions {
+  return timestamp === undefined || timestamp === 0 || timestamp === 0n ? {} : { timestamp };
+}
+
+function closeQuietly(upstream: UpstreamTrack): void {
+  try {
+    upstream.close();
+  } catch {
+    // Upstream already gone.
+  }
+}

@@ -1,0 +1,433 @@
+import { errorText } from "../../error_text/mod.ts";
+import type { Verifier } from "../../auth/mod.ts";
+import {
+  accept,
+  type Announcement,
+  Announcer,
+  connect,
+  DeliveryTurns,
+  MoqCode,
+  MoqError,
+  type MoqSession,
+  type MoqSessionOptions,
+  type ServeDecision,
+} from "../../moq/mod.ts";
+import type { Session, SessionCloseInfo } from "../../transport/mod.ts";
+import type { TrackPatterns } from "../../path/mod.ts";
+import {
+  type Admission,
+  admitSession,
+  allowed,
+  DIALED_PEER,
+  PEER_PARAMETER,
+} from "./session_grants.ts";
+import { type RelayCore, SubscribeError } from "../routing/relay_core.ts";
+import type { RelayMetrics } from "../metrics/relay_metrics.ts";
+import type { Announcement as RouteAnnouncement, RouteChange } from "../routing/route_table.ts";
+import { leaveWhenUnused, type LiveSession, watchAnnouncements } from "./session_routes.ts";
+import { firstRtt, RTT_PING_PATH, smoothRtt, startPing } from "./session_rtt.ts";
+
+/** Options of {@link RelaySessions}. */
+export interface RelaySessionsOptions {
+  /** Routing and fan-out. */
+  readonly core: RelayCore;
+  /** Metrics. */
+  readonly metrics: RelayMetrics;
+  /** Credential verifier; undefined admits every session. */
+  readonly verifier: Verifier | undefined;
+  /** GROUP_CACHE_SIZE: also each subscriber's queue bound before it is skipped forward. */
+  readonly cacheSize: number;
+  /** This relay's hop id: the origin of every session, so announcements never loop back. */
+  readonly hopId: bigint;
+  /** Clock in ms. */
+  readonly now: () => number;
+  /** RELAY_DATAGRAM_TRACKS: tracks whose single-frame groups go to clients as datagrams. */
+  readonly datagramTracks?: TrackPatterns;
+  /** RELAY_DELIVERY_TURN_MS: delivery per turn shared by every session's subscriptions (0: no turns). */
+  readonly deliveryTurnMs?: number;
+  /** Interval of the session RTT ping in ms (0 disables; default 10000). */
+  readonly rttIntervalMs?: number;
+  /** Longest wait for session bookkeeping at stop, ms (default 5000). */
+  readonly stopTimeoutMs?: number;
+  /** A peer's session sent GOAWAY (`uri` empty when it named no other relay). */
+  readonly onPeerGoaway?: (goaway: PeerGoaway) => void;
+  /** A peer dialed in and was admitted (by its name). */
+  readonly onPeerAdmitted?: (name: string) => void;
+  /** Logs a line. */
+  readonly log: (line: string) => void;
+}
+
+/** A GOAWAY received from a peer. */
+export interface PeerGoaway {
+  /** The session it came on. */
+  readonly moq: MoqSession;
+  /** The peer's name (its credential's `sub` or URL `peer` parameter), or its address. */
+  readonly peer: string;
+  /** True when this relay dialed the session. */
+  readonly dialed: boolean;
+  /** Where the peer says to go, or "". */
+  readonly uri: string;
+}
+
+/** A peer session this relay dialed, once the peer admitted it. */
+export interface DialedPeer {
+  /** The moq session. */
+  readonly moq: MoqSession;
+  /** Resolves when the session ended and its bookkeeping is done. */
+  readonly ended: Promise<SessionCloseInfo>;
+}
+
+/** The dialed endpoint is this relay itself (a PEERS entry or redirect naming our own address). */
+export class SelfDialError extends Error {
+  /** Makes the error. */
+  constructor(message: string) {
+    super(message);
+    this.name = "SelfDialError";
+  }
+}
+
+/**
+ * The relay's session layer: admits each moq session by its credential (a
+ * client, or a peer relay), runs the sessions it dials to its peers, turns
+ * every session's announcements into candidate routes, serves
+ * subscriptions from the shared distributors, and keeps the per-session
+ * metrics. Every session carries the relay's one hop id.
+ */
+export class RelaySessions {
+  /** The relay's announcements (every selected route), shared by all sessions. */
+  readonly announcer: Announcer = new Announcer();
+  readonly #opts: RelaySessionsOptions;
+  readonly #live = new Set<LiveSession>();
+  readonly #tasks = new Set<Promise<unknown>>();
+  readonly #announced = new Map<string, Announcement>();
+  readonly #unwatch: () => void;
+  readonly #turns: DeliveryTurns | undefined;
+  #refusing = false;
+
+  /** Starts mirroring selected routes into the relay's announcer. */
+  constructor(options: RelaySessionsOptions) {
+    this.#opts = options;
+    this.#turns = options.deliveryTurnMs
+      ? new DeliveryTurns({ budgetMs: options.deliveryTurnMs })
+      : undefined;
+    this.#unwatch = options.core.routes.onChange((c) => this.#mirror(c));
+    options.metrics.registry.onCollect(() => this.#collect());
+  }
+
+  /** Number of sessions running now. */
+  get active(): number {
+    return this.#live.size;
+  }
+
+  // Peers hear of a route change as a new hop list for the same broadcast, never as an end.
+  #mirror(c: RouteChange): void {
+    if (c.kind === "ended") {
+      this.#announced.get(c.path)?.withdraw();
+      this.#announced.delete(c.path);
+      return;
+    }
+    const held = this.#announced.get(c.path);
+    if (held) held.update(c.route.hopIds);
+    else this.#announced.set(c.path, this.announcer.announce(c.path, { hops: c.route.hopIds }));
+  }
+
+  #collect(): void {
+    const m = this.#opts.metrics;
+    m.sessionsActive.set({}, this.#live.size);
+    const now = this.#opts.now();
+    for (const l of this.#live) {
+      this.#countDatagrams(l);
+      // Delivery rate since the previous scrape: a lower bound of the available bandwidth.
+      const bytes = l.moq.stats.bytesSent;
+      const dt = (now - l.lastAt) / 1000;
+      if (dt > 0) {
+        m.sessionEstimatedBitrateBps.set(
+          { remote: l.remote },
+          Math.round(((bytes - l.lastBytes) * 8) / dt),
+        );
+        l.lastBytes = bytes;
+        l.lastAt = now;
+      }
+    }
+  }
+
+  // Adds what the session sent as datagrams (or fell back) since the last count.
+  #countDatagrams(l: LiveSession): void {
+    const m = this.#opts.metrics;
+    const s = l.moq.stats;
+    m.datagramGroupsTotal.inc({}, s.datagramsSent - l.counted.datagrams);
+    m.datagramFallbacksTotal.inc({}, s.datagramFallbacks - l.counted.fallbacks);
+    m.datagramTailRepeatsTotal.inc({}, s.datagramTailRepeats - l.counted.repeats);
+    l.counted = {
+      datagrams: s.datagramsSent,
+      fallbacks: s.datagramFallbacks,
+      repeats: s.datagramTailRepeats,
+    };
+  }
+
+  /** The moq options of every relay session; `admission()` is what the session may do. */
+  #moqOptions(admission: () => Admission | undefined): MoqSessionOptions {
+    const o = this.#opts;
+    const m = o.metrics;
+    return {
+      announcer: this.announcer,
+      origin: o.hopId,
+      maxGroupQueue: o.cacheSize,
+      ...(this.#turns ? { deliveryTurns: this.#turns } : {}),
+      announceFilter: (path) => {
+        const a = admission();
+        return a !== undefined && allowed(a, "subscribe", path);
+      },
+      acceptAnnounce: (path) => {
+        const a = admission();
+        if (a !== undefined && allowed(a, "publish", path)) return true;
+        // An announcement the credential does not cover never becomes a route.
+        m.routeRejectionsTotal.inc({ reason: "unauthorized" });
+        return false;
+      },
+      serve: async (r): Promise<ServeDecision> => {
+        if (r.path === RTT_PING_PATH) return "not-found";
+        const a = admission();
+        if (!a || !allowed(a, "subscribe", r.path, r.track)) {
+          if (r.kind !== "fetch") m.subscribeErrorsTotal.inc({ code: "unauthorized" });
+          return "unauthorized";
+        }
+        try {
+          return await o.core.source(r.path, r.track, r.kind, r.start);
+        } catch (e) {
+          if (e instanceof SubscribeError) {
+            return e.code === "unauthorized" ? "unauthorized" : "not-found";
+          }
+          throw e;
+        }
+      },
+      // Clients only: a peer relay has no ledger behind it to repair a lost datagram.
+      ...(o.datagramTracks && !o.datagramTracks.empty
+        ? {
+          datagrams: (path: string, track: string) => {
+            const a = admission();
+            return a !== undefined && !a.peer && o.datagramTracks!.matches(path, track);
+          },
+        }
+        : {}),
+      log: o.log,
+    };
+  }
+
+  /** Handles one transport session from the listener; never throws. */
+  handle(session: Session): void {
+    if (this.#refusing) {
+      session.close(0, "relay stopping");
+      return;
+    }
+    this.#track(
+      this.#accept(session).catch((e) => {
+        this.#opts.log(`relay: session ${session.remote} failed: ${errorText(e)}`);
+      }),
+    );
+  }
+
+  #track<T>(task: Promise<T>): Promise<T> {
+    this.#tasks.add(task);
+    task.finally(() => this.#tasks.delete(task));
+    return task;
+  }
+
+  async #accept(session: Session): Promise<void> {
+    const o = this.#opts;
+    let admission: Admission | undefined;
+    let moq: MoqSession;
+    try {
+      moq = await accept(session, {
+        ...this.#moqOptions(() => admission),
+        admit: async (s) => {
+          try {
+            admission = await admitSession(s.url, o.verifier);
+            return true;
+          } catch (e) {
+            o.log(`relay: session ${s.remote} refused: ${errorText(e)}`);
+            return false;
+          }
+        },
+      });
+    } catch (e) {
+      if (!(e instanceof MoqError)) throw e;
+      return; // refused (closed with the unauthorized code) or never set up
+    }
+    const a = admission!;
+    const name = a.grant?.sub ?? moq.url?.searchParams.get(PEER_PARAMETER) ?? moq.remote;
+    if (a.peer) o.onPeerAdmitted?.(name);
+    await this.#run(moq, a, { dialed: false, name });
+  }
+
+  /**
+   * Runs a session this relay dialed to a peer. Resolves once the peer
+   * admitted it (it answered the first RTT ping); rejects when the peer
+   * refused it or turned out to be this relay ({@link SelfDialError}).
+   */
+  async dialed(session: Session, name: string): Promise<DialedPeer> {
+    if (this.#refusing) {
+      session.close(0, "relay stopping");
+      throw new MoqError("closed", "The relay is stopping");
+    }
+    const moq = await connect(session, this.#moqOptions(() => DIALED_PEER));
+    const first = await firstRtt(moq, this.#opts.now);
+    if (moq.isClosed || first === undefined) {
+      const info = await moq.closed.catch(() => undefined);
+      moq.close(0, "no answer");
+      throw new MoqError(
+        info?.code === MoqCode.Unauthorized ? "unauthorized" : "closed",
+        `Peer ${session.remote} ${
+          info?.code === MoqCode.Unauthorized ? "refused the session" : "did not answer"
+        }`,
+      );
+    }
+    if (moq.peerSetup?.origin === this.#opts.hopId) {
+      moq.close(0, "this is us");
+      throw new SelfDialError(`Peer ${session.remote} is this relay`);
+    }
+    const ended = this.#track(this.#run(moq, DIALED_PEER, { dialed: true, name, rtt: first }));
+    return { moq, ended };
+  }
+
+  async #run(
+    moq: MoqSession,
+    admission: Admission,
+    how: { dialed: boolean; name: string; rtt?: number },
+  ): Promise<SessionCloseInfo> {
+    const o = this.#opts;
+    const m = o.metrics;
+    const peer = admission.peer;
+    const labels = { transport: moq.transport.transport, class: peer ? "peer" : "client" };
+    m.sessionsTotal.inc(labels);
+    const live: LiveSession = {
+      moq,
+      remote: moq.remote,
+      peer,
+      draining: false,
+      srtt: undefined,
+      lastBytes: 0,
+      lastAt: o.now(),
+      counted: { datagrams: 0, fallbacks: 0, repeats: 0 },
+    };
+    if (how.rtt !== undefined) this.#sample(live, how.rtt);
+    this.#live.add(live);
+    const routes = new Map<string, RouteAnnouncement>();
+    if (peer) {
+      moq.goaway.then((uri) => {
+        if (moq.isClosed) return;
+        o.metrics.peerGoawayReceivedTotal.inc({ redirect: uri ? "true" : "false" });
+        o.log(`relay: peer ${how.name} (${moq.remote}) sent GOAWAY${uri ? ` naming ${uri}` : ""}`);
+        leaveWhenUnused(
+          live,
+          routes,
+          o.core.routes,
+          (why) => o.log(`relay: leaving peer ${how.name}: ${why}`),
+        );
+        o.onPeerGoaway?.({ moq, peer: how.name, dialed: how.dialed, uri });
+      });
+    }
+    // The session lives no longer than its credential (spec: "the relay session
+    // ends when it does"); the publisher is expected to redial with a fresh one.
+    let expired = false;
+    const leaseMs = admission.grant ? admission.grant.expiresAt * 1000 - o.now() : Infinity;
+    const lease = Number.isFinite(leaseMs)
+      ? setTimeout(() => {
+        expired = true;
+        o.log(`relay: session ${moq.remote} ended: its credential expired`);
+        moq.close(MoqCode.Unauthorized, "credential expired");
+      }, Math.max(0, leaseMs))
+      : undefined;
+    // A peer's routes are elected on arrival, so its RTT is measured before its announcements.
+    const firstPing = peer && how.rtt === undefined
+      ? firstRtt(moq, o.now).then((s) => s !== undefined && this.#sample(live, s))
+      : Promise.resolve();
+    const every = o.rttIntervalMs ?? 10_000;
+    const stopPing = every > 0
+      ? startPing(
+        moq,
+        every,
+        live.srtt === undefined ? 0 : every,
+        o.now,
+        (x) => this.#sample(live, x),
+      )
+      : () => {};
+    // A credential that cannot publish never yields a route: skip asking that session for
+    // announcements (each open control stream holds a read buffer in the transport).
+    const mayPublish = admission.grant === undefined || peer ||
+      admission.grant.scopes.some((sc) => sc.actions.includes("publish"));
+    const watching = mayPublish
+      ? firstPing.then(() => watchAnnouncements(live, routes, o.core.routes, o.log))
+      : Promise.resolve();
+    const info = await moq.closed;
+    clearTimeout(lease);
+    stopPing();
+    for (const r of routes.values()) r.end();
+    routes.clear();
+    await watching;
+    this.#live.delete(live);
+    this.#countDatagrams(live);
+    // A fixed set of reasons: a peer must not mint label values with its close codes.
+    const reason = expired
+      ? "expired"
+      : info.dropped
+      ? "dropped"
+      : info.code === 0
+      ? "closed"
+      : "error";
+    m.sessionsClosedTotal.inc({ ...labels, reason });
+    m.sessionBytesTotal.inc({ ...labels, direction: "sent" }, moq.stats.bytesSent);
+    m.sessionBytesTotal.inc({ ...labels, direction: "received" }, moq.stats.bytesReceived);
+    if (![...this.#live].some((l) => l.remote === live.remote)) {
+      m.sessionRttMs.remove({ remote: live.remote });
+      m.sessionRttSeconds.remove({ remote: live.remote });
+      m.sessionEstimatedBitrateBps.remove({ remote: live.remote });
+    }
+    return info;
+  }
+
+  #sample(live: LiveSession, sample: number): void {
+    const m = this.#opts.metrics;
+    live.srtt = smoothRtt(live.srtt, sample);
+    m.sessionRttMs.set({ remote: live.remote }, Math.round(live.srtt * 1000) / 1000);
+    m.sessionRttSeconds.observe({ remote: live.remote }, sample / 1000);
+  }
+
+  /**
+   * Starts draining: new sessions are refused and every running session is
+   * sent GOAWAY naming `uri` ("" names none).
+   */
+  goaway(uri: string): void {
+    this.#refusing = true;
+    for (const l of this.#live) {
+      l.moq.sendGoaway(uri).catch(() => {
+        // The session is ending anyway.
+      });
+    }
+  }
+
+  /** Resolves once every session left, or after `timeoutMs`; true when all left. */
+  async drained(timeoutMs: number): Promise<boolean> {
+    const until = this.#opts.now() + timeoutMs;
+    while (this.#live.size > 0 && this.#opts.now() < until) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return this.#live.size === 0;
+  }
+
+  /** Closes every session and waits for their bookkeeping to finish. */
+  async stop(): Promise<void> {
+    this.#refusing = true;
+    this.#unwatch();
+    for (const l of this.#live) l.moq.close(0, "relay stopping");
+    // Sessions are closed; their bookkeeping normally finishes at once, but never hold shutdown.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      Promise.all([...this.#tasks]),
+      new Promise((r) => (timer = setTimeout(r, this.#opts.stopTimeoutMs ?? 5000))),
+    ]);
+    clearTimeout(timer);
+    for (const a of this.#announced.values()) a.withdraw();
+    this.#announced.clear();
+  }
+}
