@@ -13,7 +13,7 @@
 //     [--size 100] [--seconds 5] [--raw-seconds 2]
 import { parseArgs } from "node:util";
 import { TrackProducer } from "../src/moq/mod.ts";
-import { connectQuicSession, listenQuic } from "../src/transport/quic/mod.ts";
+import { connectQuicSession, listenQuic } from "../src/transport/mod.ts";
 import { generateDevCertificate } from "../src/certs/mod.ts";
 import { LatencyHistogram } from "./loadgen/latency.ts";
 import { CLOCK_TICKS_PER_SECOND, cpuTicks, relayPid } from "./loadgen/proc_stats.ts";

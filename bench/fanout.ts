@@ -56,25 +56,25 @@ import { parseArgs } from "node:util";
 import { generateDevCertificate } from "../src/certs/mod.ts";
 import { type LedgerEntry, parseTrackPath } from "../src/ledger/mod.ts";
 import { connect, DeliveryTurns, TrackProducer } from "../src/moq/mod.ts";
-import { startWorkerListener } from "../src/funnel/live/listener/worker_listener_host.ts";
-import { SAME_ORIGIN_ONLY } from "../src/http/cors.ts";
-import { listen } from "../src/transport/listener.ts";
-import { connectQuicSession } from "../src/transport/quic/mod.ts";
-import type { RecvStream, Session } from "../src/transport/session.ts";
-import { connectWebTransport } from "../src/transport/webtransport/mod.ts";
+import { startWorkerListener } from "../src/funnel/mod.ts";
+import { SAME_ORIGIN_ONLY } from "../src/http/mod.ts";
+import { listen } from "../src/transport/mod.ts";
+import { connectQuicSession } from "../src/transport/mod.ts";
+import type { RecvStream, Session } from "../src/transport/mod.ts";
+import { connectWebTransport } from "../src/transport/mod.ts";
 import { decodeVarint } from "../src/wire/mod.ts";
-import { encodeGroupStreamHeader } from "../src/moq/codec/messages.ts";
+import { encodeGroupStreamHeader } from "../src/moq/mod.ts";
 
 import { benchMesh } from "./support/relay_processes.ts";
 import { sleep } from "../src/timers/mod.ts";
 import { quantile } from "./support/quantile.ts";
 import { CLOCK_TICKS_PER_SECOND, cpuTicks, udpCounters } from "./loadgen/proc_stats.ts";
-import { cpuProfile } from "../src/relay/ops/pprof.ts";
+import { cpuProfile } from "../src/relay/mod.ts";
 import {
   readUdpReceiveBuffers,
   RECOMMENDED_UDP_RECEIVE_BUFFER,
   udpReceiveBufferAdvice,
-} from "../src/transport/udp_buffers.ts";
+} from "../src/transport/mod.ts";
 
 const { values } = parseArgs({
   args: Deno.args,

@@ -15,8 +15,8 @@
 import { parseArgs } from "node:util";
 import { generateDevCertificate } from "../src/certs/mod.ts";
 import { connect, type MoqSession, VERSIONS } from "../src/moq/mod.ts";
-import { connectQuicSession } from "../src/transport/quic/mod.ts";
-import { freeUdpTcpPort } from "../src/transport/free_port.ts";
+import { connectQuicSession } from "../src/transport/mod.ts";
+import { freeUdpTcpPort } from "../src/transport/mod.ts";
 import { sleep } from "../src/timers/mod.ts";
 
 const { values } = parseArgs({

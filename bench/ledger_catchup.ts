@@ -36,9 +36,9 @@ import {
   type LedgerEntry,
   type TrackPath,
 } from "../src/ledger/mod.ts";
-import { PostgresBackend } from "../src/ledger/postgres/postgres_backend.ts";
+import { loadPostgresBackend } from "../src/ledger/mod.ts";
 import { connect, VERSIONS } from "../src/moq/mod.ts";
-import { connectQuicSession } from "../src/transport/quic/mod.ts";
+import { connectQuicSession } from "../src/transport/mod.ts";
 import { dropTable, findPostgres, freshTableName } from "../tests/support/postgres.ts";
 
 const { values } = parseArgs({
@@ -326,7 +326,11 @@ try {
       const url = new URL(pg);
       url.searchParams.set("table", table);
       try {
-        await measure("postgres", () => PostgresBackend.open(pg, table), url.href);
+        await measure(
+          "postgres",
+          async () => (await loadPostgresBackend()).PostgresBackend.open(pg, table),
+          url.href,
+        );
       } finally {
         await dropTable(pg, table);
       }

@@ -6,8 +6,8 @@
 // PostgreSQL comes from SLUICE_TEST_PG_URL or 127.0.0.1:5432/test (skipped if absent);
 // S3 is an in-process s3rver (it shares this process's CPU with the client).
 import { DirectoryBackend, Ledger, type LedgerBackend, MemoryBackend } from "../src/ledger/mod.ts";
-import { PostgresBackend } from "../src/ledger/postgres/postgres_backend.ts";
-import { S3Backend } from "../src/ledger/s3/s3_backend.ts";
+import { loadPostgresBackend } from "../src/ledger/mod.ts";
+import { loadS3Backend } from "../src/ledger/mod.ts";
 import { dropTable, findPostgres, freshTableName } from "../tests/support/postgres.ts";
 import { startS3rver } from "../tests/support/s3rver.ts";
 import { quantile } from "./support/quantile.ts";
@@ -78,7 +78,12 @@ if (want("postgres")) {
   if (url) {
     const table = freshTableName();
     try {
-      results.push(await load("postgres", await PostgresBackend.open(url, table)));
+      results.push(
+        await load(
+          "postgres",
+          await (await loadPostgresBackend()).PostgresBackend.open(url, table),
+        ),
+      );
     } finally {
       await dropTable(url, table);
     }
@@ -87,7 +92,7 @@ if (want("postgres")) {
 if (want("s3")) {
   const s3 = await startS3rver();
   try {
-    const backend = await S3Backend.open(s3.backendOptions("bench"));
+    const backend = await (await loadS3Backend()).S3Backend.open(s3.backendOptions("bench"));
     results.push(await load("s3", backend));
   } finally {
     await s3.stop();

@@ -8,8 +8,8 @@
  * Prints groups/s and MB/s for both and the moq/raw ratio.
  */
 import { generateDevCertificate } from "../src/certs/mod.ts";
-import { connectQuicSession, listenQuic } from "../src/transport/quic/mod.ts";
-import type { Session } from "../src/transport/session.ts";
+import { connectQuicSession, listenQuic } from "../src/transport/mod.ts";
+import type { Session } from "../src/transport/mod.ts";
 import { type Figures, moqGroups } from "./support/moq_groups.ts";
 
 export type { Figures };

@@ -10,9 +10,9 @@
 // memory and open file descriptors, so growth per wave shows.
 import { parseArgs } from "node:util";
 import { connect, TrackProducer, VERSIONS } from "../src/moq/mod.ts";
-import { connectQuicSession } from "../src/transport/quic/mod.ts";
-import { connectQMux } from "../src/transport/qmux/mod.ts";
-import { connectWebTransport } from "../src/transport/webtransport/mod.ts";
+import { connectQuicSession } from "../src/transport/mod.ts";
+import { connectQMux } from "../src/transport/mod.ts";
+import { connectWebTransport } from "../src/transport/mod.ts";
 import { seededRandom } from "../tests/support/random.ts";
 import {
   type GcSample,

@@ -16,12 +16,13 @@
  * sending one bare message per group (no QMux, no moq).
  */
 import { generateDevCertificate } from "../src/certs/mod.ts";
-import { bindSamePort, qmuxUpgrade, startHttpServer } from "../src/http/mod.ts";
+import { startHttpServer } from "../src/http/mod.ts";
+import { bindSamePort, qmuxUpgrade } from "../src/serving/mod.ts";
 import { VERSIONS } from "../src/moq/mod.ts";
-import { connectQMux, type QMuxDraft } from "../src/transport/qmux/mod.ts";
+import { connectQMux, type QMuxDraft } from "../src/transport/mod.ts";
 import { admitAny, connectWebTransport, listen } from "../src/transport/mod.ts";
-import { connectQuicSession } from "../src/transport/quic/mod.ts";
-import type { Session } from "../src/transport/session.ts";
+import { connectQuicSession } from "../src/transport/mod.ts";
+import type { Session } from "../src/transport/mod.ts";
 import {
   type Figures,
   type Latency,

@@ -11,9 +11,9 @@
  *     [--rate GROUPS_PER_S] [--size BYTES]
  */
 import { connect, TrackProducer, VERSIONS } from "../src/moq/mod.ts";
-import { connectQMux } from "../src/transport/qmux/mod.ts";
-import { connectQuicSession } from "../src/transport/quic/mod.ts";
-import { freeUdpTcpPort } from "../src/transport/free_port.ts";
+import { connectQMux } from "../src/transport/mod.ts";
+import { connectQuicSession } from "../src/transport/mod.ts";
+import { freeUdpTcpPort } from "../src/transport/mod.ts";
 import { testCertificate, testCertificateFiles } from "../tests/support/certs.ts";
 import { spawnRelay } from "../tests/support/relay_process.ts";
 import { startTcpProxy } from "../tests/support/tcp_proxy.ts";

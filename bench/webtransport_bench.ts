@@ -3,10 +3,10 @@
 // Run: deno bench --allow-all bench/webtransport_bench.ts
 // MB/s = MiB per iteration / time per iteration; streams/s = streams per iteration / time.
 import { generateDevCertificate } from "../src/certs/mod.ts";
-import { listen } from "../src/transport/listener.ts";
-import { connectQuicSession } from "../src/transport/quic/mod.ts";
-import type { Session } from "../src/transport/session.ts";
-import { connectWebTransport } from "../src/transport/webtransport/mod.ts";
+import { listen } from "../src/transport/mod.ts";
+import { connectQuicSession } from "../src/transport/mod.ts";
+import type { Session } from "../src/transport/mod.ts";
+import { connectWebTransport } from "../src/transport/mod.ts";
 import { VERSIONS } from "../src/moq/mod.ts";
 
 const CHUNK = 64 * 1024;

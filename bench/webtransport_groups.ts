@@ -6,10 +6,10 @@
  *   deno run -A bench/webtransport_groups.ts [--groups N] [--size BYTES] [--window W]
  */
 import { generateDevCertificate } from "../src/certs/mod.ts";
-import { listen } from "../src/transport/listener.ts";
-import { connectQuicSession } from "../src/transport/quic/mod.ts";
-import type { Session } from "../src/transport/session.ts";
-import { connectWebTransport } from "../src/transport/webtransport/mod.ts";
+import { listen } from "../src/transport/mod.ts";
+import { connectQuicSession } from "../src/transport/mod.ts";
+import type { Session } from "../src/transport/mod.ts";
+import { connectWebTransport } from "../src/transport/mod.ts";
 import { type Figures, moqGroups } from "./support/moq_groups.ts";
 import { VERSIONS } from "../src/moq/mod.ts";
 

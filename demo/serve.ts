@@ -8,9 +8,9 @@
  * transports land in a chunk of their own that the browser never loads.
  */
 import { fileURLToPath } from "node:url";
-import { loadFunnelConfig } from "../src/config/funnel.ts";
-import { parseListenAddress } from "../src/config/parse.ts";
-import { waitForSignal } from "../src/funnel/command.ts";
+import { loadFunnelConfig } from "../src/config/mod.ts";
+import { parseListenAddress } from "../src/config/mod.ts";
+import { waitForSignal } from "../src/funnel/mod.ts";
 import { startFunnel } from "../src/funnel/mod.ts";
 import { startHttpServer } from "../src/http/mod.ts";
 import { consoleLogger } from "../src/log/mod.ts";

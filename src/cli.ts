@@ -20,7 +20,7 @@ const COMMANDS: Record<string, Command> = {
   funnel: {
     summary: "Run the HTTP-to-MoQ funnel (configured by environment variables)",
     run: async (args) =>
-      (await import("./funnel/command.ts")).runFunnelCommand(args, Deno.env.toObject()),
+      (await import("./funnel/mod.ts")).runFunnelCommand(args, Deno.env.toObject()),
   },
   relay: {
     summary:

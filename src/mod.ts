@@ -17,25 +17,23 @@
  *
  * @module
  */
-export { type FunnelDependencies, type RunningFunnel, startFunnel } from "./funnel/funnel.ts";
+export { type FunnelDependencies, type RunningFunnel, startFunnel } from "./funnel/mod.ts";
 export {
   type Env,
   type FunnelConfig,
   type ListenAddress,
   loadFunnelConfig,
   type RelayTarget,
-} from "./config/funnel.ts";
-export { ConfigError, type ConfigProblem } from "./config/errors.ts";
+} from "./config/mod.ts";
+export { ConfigError, type ConfigProblem } from "./config/mod.ts";
 
 // Types the three above name in their signatures. Types only: the classes
 // among them are built by startFunnel, never by callers.
-export type { RateLimit } from "./config/rate_limit.ts";
-export type { OriginPolicy } from "./http/cors.ts";
+export { type RateLimit } from "./config/mod.ts";
+export { type OriginPolicy } from "./http/mod.ts";
+export { type Logger } from "./log/mod.ts";
+export { type LiveListener, type RecordSink, type WorkerListener } from "./funnel/mod.ts";
 export type { TrackPattern, TrackPatterns } from "./path/mod.ts";
-export type { Logger } from "./log/mod.ts";
-export type { RecordSink } from "./funnel/sink.ts";
-export type { LiveOptions, LiveSide } from "./funnel/live/start.ts";
-export type { EntryFetch, LivePublisher } from "./funnel/live/publisher.ts";
-export type { RedialTimers, RelayClient, RelayState } from "./funnel/live/relay_client.ts";
-export type { WorkerListener } from "./funnel/live/listener/worker_listener_host.ts";
-export type { LiveListener } from "./funnel/live/listener/inline_listener.ts";
+export type { LiveOptions, LiveSide } from "./funnel/mod.ts";
+export type { EntryFetch, LivePublisher } from "./funnel/mod.ts";
+export type { RedialTimers, RelayClient, RelayState } from "./funnel/mod.ts";

@@ -3,8 +3,8 @@
 // the funnel a sender POSTing records and a subscriber of its listener.
 // Every group is checked: none missing, none late by more than a stall bound.
 import { connect, type MoqSession, TrackProducer, VERSIONS } from "../../src/moq/mod.ts";
-import { connectQuicSession } from "../../src/transport/quic/mod.ts";
-import { connectWebTransport } from "../../src/transport/webtransport/mod.ts";
+import { connectQuicSession } from "../../src/transport/mod.ts";
+import { connectWebTransport } from "../../src/transport/mod.ts";
 import { HEALTHY_PATH, HEALTHY_TRACK, type Target } from "./target.ts";
 import { sleep } from "../../src/timers/mod.ts";
 import { quantileTenth } from "../support/quantile.ts";

@@ -3,11 +3,11 @@
 // hostile_ws.ts) and does one thing a broken or malicious peer would: random,
 // truncated or mutated moq-lite streams, half-open streams, floods of
 // streams, oversized frame declarations, and abrupt closes.
-import * as codec from "../../src/moq/codec/messages.ts";
+import { codec } from "../../src/moq/mod.ts";
 import type { Session } from "../../src/transport/mod.ts";
-import { quicSession } from "../../src/transport/quic/mod.ts";
-import { connectQMux } from "../../src/transport/qmux/mod.ts";
-import { connectWebTransport } from "../../src/transport/webtransport/mod.ts";
+import { quicSession } from "../../src/transport/mod.ts";
+import { connectQMux } from "../../src/transport/mod.ts";
+import { connectWebTransport } from "../../src/transport/mod.ts";
 import { concatBytes, Encoder, encodeVarint } from "../../src/wire/mod.ts";
 import { hostileWebSocket } from "./hostile_ws.ts";
 import type { Target } from "./target.ts";

@@ -5,25 +5,21 @@
 // and WebSocket frames, frames for streams that do not exist, flow-control
 // and stream-limit violations, oversized records, abrupt TCP closes, and a
 // peer that never answers the server's close.
-import * as codec from "../../src/moq/codec/messages.ts";
-import { encodeFrame, streamFrameHeader } from "../../src/transport/qmux/frame.ts";
-import { decodeMessage } from "../../src/transport/qmux/frame_decode.ts";
+import { codec } from "../../src/moq/mod.ts";
+import { encodeFrame, streamFrameHeader } from "../../src/transport/mod.ts";
+import { decodeMessage } from "../../src/transport/mod.ts";
 import { VERSIONS } from "../../src/moq/mod.ts";
-import {
-  DEFAULT_PARAMS,
-  parseSubprotocol,
-  subprotocolOffer,
-} from "../../src/transport/qmux/mod.ts";
-import { encodeTransportParams } from "../../src/transport/qmux/params.ts";
-import { streamId } from "../../src/transport/qmux/stream_ids.ts";
-import { usesRecords, type WireFormat } from "../../src/transport/qmux/subprotocol.ts";
-import { openRawWebSocket, type RawWebSocket } from "../../src/transport/qmux/ws_client.ts";
+import { DEFAULT_PARAMS, parseSubprotocol, subprotocolOffer } from "../../src/transport/mod.ts";
+import { encodeTransportParams } from "../../src/transport/mod.ts";
+import { streamId } from "../../src/transport/mod.ts";
+import { usesRecords, type WireFormat } from "../../src/transport/mod.ts";
+import { openRawWebSocket, type RawWebSocket } from "../../src/transport/mod.ts";
 import {
   closePayload,
   encodeClientFrame,
   Opcode,
   parseServerFrame,
-} from "../../src/transport/qmux/ws_frame.ts";
+} from "../../src/transport/mod.ts";
 import { concatBytes, encodeVarint } from "../../src/wire/mod.ts";
 import type { HostileTally, Rng } from "./hostile.ts";
 import type { Target } from "./target.ts";

@@ -4,7 +4,7 @@
 import { generateDevCertificate } from "../../src/certs/mod.ts";
 import { signToken } from "../../src/auth/mod.ts";
 import { writeKeySet } from "../support/key_set.ts";
-import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
+import { freeUdpTcpPort } from "../../src/transport/mod.ts";
 import { relayPid, rssMib } from "../loadgen/proc_stats.ts";
 import { sleep } from "../../src/timers/mod.ts";
 

@@ -1,8 +1,8 @@
 import { errorText } from "../../src/error_text/mod.ts";
 import { generateDevCertificate } from "../../src/certs/mod.ts";
 import { connect, type MoqSession, TrackProducer, VERSIONS } from "../../src/moq/mod.ts";
-import { connectQuicSession } from "../../src/transport/quic/mod.ts";
-import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
+import { connectQuicSession } from "../../src/transport/mod.ts";
+import { freeUdpTcpPort } from "../../src/transport/mod.ts";
 import { signToken } from "../../src/auth/mod.ts";
 import { writeKeySet } from "../support/key_set.ts";
 import { LatencyHistogram } from "./latency.ts";

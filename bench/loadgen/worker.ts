@@ -3,10 +3,10 @@
 // reports delivery latency and counts to the main thread.
 import { errorText } from "../../src/error_text/mod.ts";
 import { connect, type MoqSession, VERSIONS } from "../../src/moq/mod.ts";
-import { quicSession } from "../../src/transport/quic/mod.ts";
+import { quicSession } from "../../src/transport/mod.ts";
 import type { Session } from "../../src/transport/mod.ts";
-import { connectWebTransport } from "../../src/transport/webtransport/mod.ts";
-import { connectQMux } from "../../src/transport/qmux/mod.ts";
+import { connectWebTransport } from "../../src/transport/mod.ts";
+import { connectQMux } from "../../src/transport/mod.ts";
 import { LatencyHistogram } from "./latency.ts";
 import { sentAt, type ToWorker, wallNow, type WorkerStart } from "./protocol.ts";
 

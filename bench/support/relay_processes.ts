@@ -3,7 +3,7 @@
 import { type DevCertificate, generateDevCertificate } from "../../src/certs/mod.ts";
 import { connect, type MoqSession, type MoqSessionOptions, VERSIONS } from "../../src/moq/mod.ts";
 import { connectQuicSession } from "../../src/transport/mod.ts";
-import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
+import { freeUdpTcpPort } from "../../src/transport/mod.ts";
 import { sleep } from "../../src/timers/mod.ts";
 
 const CLI = new URL("../../src/cli.ts", import.meta.url).pathname;

@@ -48,6 +48,7 @@ export { type CredentialClaims, MAX_LIFETIME_SECONDS, parseClaims } from "./clai
 export { type Grant, ScopedGrant, unrestrictedGrant } from "./grant.ts";
 export { requireAllowed } from "./authorize.ts";
 export { prefixCovers } from "../path/mod.ts";
+export { MemoryKeySource } from "./memory_key_source.ts";
 export {
   ed25519Thumbprint,
   KeySet,
@@ -58,7 +59,6 @@ export {
 export { type KeySource, PollingKeySource, type PollOptions, type Timers } from "./key_source.ts";
 export { FileKeySource, type FileKeySourceOptions } from "./file_key_source.ts";
 export { UrlKeySource, type UrlKeySourceOptions } from "./url_key_source.ts";
-export { MemoryKeySource } from "./memory_key_source.ts";
 export { keySourceFrom, type KeySourceOptions } from "./key_source_from.ts";
 export {
   CLOCK_LEEWAY_SECONDS,

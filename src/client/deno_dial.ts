@@ -3,8 +3,8 @@
  * `https://` falling back to `wss://` as in browsers. Only ever loaded by
  * dynamic import.
  */
-import { connectSession, type ConnectSessionOptions } from "../transport/connect.ts";
-import type { Session } from "../transport/session.ts";
+import { connectSession, type ConnectSessionOptions } from "../transport/mod.ts";
+import type { Session } from "../transport/mod.ts";
 import { type DialOptions, WEBSOCKET_HEAD_START_MS, webSocketUrl } from "./dial.ts";
 import { firstToOpen } from "./first_to_open.ts";
 

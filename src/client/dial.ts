@@ -6,12 +6,9 @@
  * transports, plus `moqt://` native QUIC; those are loaded by dynamic
  * import, so a browser bundle never needs them.
  */
-import type { Session } from "../transport/session.ts";
-import { connectQMuxWeb } from "../transport/qmux/web_dial.ts";
-import {
-  connectWebTransportApi,
-  hasWebTransportApi,
-} from "../transport/webtransport/web_transport_api.ts";
+import type { Session } from "../transport/mod.ts";
+import { connectQMuxWeb } from "../transport/mod.ts";
+import { connectWebTransportApi, hasWebTransportApi } from "../transport/mod.ts";
 import { firstToOpen } from "./first_to_open.ts";
 
 /** A certificate to accept by its SHA-256, as the W3C WebTransport API takes it. */

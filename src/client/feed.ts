@@ -13,8 +13,8 @@
  */
 import type { ReceivedGroup, TrackInfo } from "../moq/mod.ts";
 import { sleep, systemTimers, type Timers } from "../timers/mod.ts";
-import { BackpressureQueue } from "../wire/backpressure_queue.ts";
-import { formatGroupId } from "../record/group_id.ts";
+import { BackpressureQueue } from "../wire/mod.ts";
+import { formatGroupId } from "../record/mod.ts";
 import { retryBackoff } from "./backoff.ts";
 import { type CertificateHash, type Dialer, dialSession, MOQ_SCHEMES } from "./dial.ts";
 import { HttpError, retryable } from "./errors.ts";

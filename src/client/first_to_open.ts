@@ -1,7 +1,7 @@
 /** Racing transports: the preferred one gets a head start, the first to open is kept. */
 import { errorText } from "../error_text/mod.ts";
 import { systemTimers, type Timers } from "../timers/mod.ts";
-import type { Session } from "../transport/session.ts";
+import type { Session } from "../transport/mod.ts";
 
 /**
  * Dials `attempts` in order of preference: each gets `headStartMs` (or

@@ -1,5 +1,5 @@
 /** The funnel's HTTP API as the client uses it: history pages, posts and redactions. */
-import { formatGroupId } from "../record/group_id.ts";
+import { formatGroupId } from "../record/mod.ts";
 import { HttpError } from "./errors.ts";
 import { type HistoryPage, parseCommitted, parseHistoryPage } from "./record.ts";
 import type { TokenKeeper } from "./token.ts";

@@ -23,10 +23,10 @@
  * @module
  */
 export { Feed, type FeedOptions, type FeedState, FeedStateEvent, openFeed } from "./feed.ts";
-export type { FeedStart } from "./start.ts";
-export type { FeedRecord } from "./record.ts";
-export { type Committed, post, type PostOptions, redact } from "./post.ts";
+export { type FeedStart } from "./start.ts";
+export { type FeedRecord } from "./record.ts";
 export { HttpError } from "./errors.ts";
-export type { TokenSource } from "./token.ts";
+export { type TokenSource } from "./token.ts";
+export { type Committed, post, type PostOptions, redact } from "./post.ts";
 export type { CertificateHash, Dialer, DialOptions } from "./dial.ts";
 export { parseTrackUrl, type TrackAddress } from "./track_url.ts";

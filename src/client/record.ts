@@ -1,5 +1,5 @@
 /** The records a feed yields, read from history pages and from live frames. */
-import { formatGroupId, parseGroupId } from "../record/group_id.ts";
+import { formatGroupId, parseGroupId } from "../record/mod.ts";
 
 /**
  * One record of a track, in commit order. A normal record has `payload`; a

@@ -1,5 +1,5 @@
 /** Where a feed begins: its start option turned into a position in the ledger. */
-import { parseGroupId } from "../record/group_id.ts";
+import { parseGroupId } from "../record/mod.ts";
 import { HttpError } from "./errors.ts";
 import { type HttpContext, MAX_PAGE, readPage } from "./http.ts";
 

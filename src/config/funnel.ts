@@ -1,8 +1,8 @@
-import { type OriginPolicy, parseOriginPolicy } from "../http/cors.ts";
+import { type OriginPolicy, parseOriginPolicy } from "./origins.ts";
 import { parseTrackPatterns, TrackPatterns } from "../path/mod.ts";
-import { type LedgerLocation, parseLedgerUri, type StoreCredentials } from "../ledger/mod.ts";
+import { type LedgerLocation, parseLedgerUri, type StoreCredentials } from "./ledger_location.ts";
 import { pathProblem } from "../path/mod.ts";
-import { SESSION_SCHEMES } from "../transport/connect.ts";
+import { SESSION_SCHEMES } from "./schemes.ts";
 import { type Env, EnvReader, nonEmpty } from "./env.ts";
 import { type ListenAddress, parseBoolean, parseListenAddress } from "./parse.ts";
 import { parseRateLimit, type RateLimit } from "./rate_limit.ts";

@@ -120,3 +120,13 @@ export function describeLedgerLocation(location: LedgerLocation): string {
         (location.endpoint ? ` endpoint ${location.endpoint}` : "");
   }
 }
+
+/** Object-store credentials (from STORE_ACCESS_KEY_ID and friends, read by config). */
+export interface StoreCredentials {
+  /** Access key id (AWS_ACCESS_KEY_ID). */
+  readonly accessKeyId: string;
+  /** Secret access key (AWS_SECRET_ACCESS_KEY). */
+  readonly secretAccessKey: string;
+  /** Session token for temporary credentials (AWS_SESSION_TOKEN). */
+  readonly sessionToken?: string;
+}

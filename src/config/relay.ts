@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { parseOriginList } from "../http/cors.ts";
+import { parseOriginList } from "./origins.ts";
 import { parseTrackPatterns, TrackPatterns } from "../path/mod.ts";
 import { type Env, EnvReader, type Setting } from "./env.ts";
 import { type GcResolution, readGc } from "./gc.ts";

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { GOAWAY_SCHEMES } from "../moq/mod.ts";
+import { GOAWAY_SCHEMES } from "./schemes.ts";
 import type { EnvReader, Setting } from "./env.ts";
 
 /** One `PEERS` entry. */

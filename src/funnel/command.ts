@@ -1,6 +1,6 @@
 import { errorText } from "../error_text/mod.ts";
-import { ConfigError } from "../config/errors.ts";
-import { type Env, loadFunnelConfig } from "../config/funnel.ts";
+import { ConfigError } from "../config/mod.ts";
+import { type Env, loadFunnelConfig } from "../config/mod.ts";
 import { consoleLogger } from "../log/mod.ts";
 import { startFunnel } from "./funnel.ts";
 

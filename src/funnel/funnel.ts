@@ -1,6 +1,6 @@
 import { createVerifier, keySourceFrom, type Verifier } from "../auth/mod.ts";
-import type { FunnelConfig } from "../config/funnel.ts";
-import { formatListenAddress } from "../config/parse.ts";
+import type { FunnelConfig } from "../config/mod.ts";
+import { formatListenAddress } from "../config/mod.ts";
 import { type RunningServer, startHttpServer } from "../http/mod.ts";
 import {
   describeLedgerLocation,
@@ -10,8 +10,8 @@ import {
   openBackend,
 } from "../ledger/mod.ts";
 import { consoleLogger, type Logger } from "../log/mod.ts";
-import { type LiveConfig, type LiveOptions, type LiveSide, startLive } from "./live/start.ts";
-import { RecordFetcher } from "./live/record_fetcher.ts";
+import { type LiveConfig, type LiveOptions, type LiveSide, startLive } from "./live/mod.ts";
+import { RecordFetcher } from "./live/mod.ts";
 import { funnelHandler } from "./routes.ts";
 import { FunnelService } from "./service.ts";
 import { fanOut, type RecordSink } from "./sink.ts";

@@ -1,4 +1,4 @@
-import type { RateLimit } from "../config/rate_limit.ts";
+import type { RateLimit } from "../config/mod.ts";
 
 /** Outcome of {@link RateLimiter.take}. */
 export type TakeResult = { readonly ok: true } | {

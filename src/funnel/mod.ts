@@ -8,6 +8,20 @@
  *
  * @module
  */
+export { runFunnelCommand, waitForSignal } from "./command.ts";
+export { type RecordSink } from "./sink.ts";
+export {
+  type EntryFetch,
+  type LiveListener,
+  startWorkerListener,
+  type WorkerListener,
+} from "./live/mod.ts";
+export { authorize } from "./access.ts";
+export { readJsonBody } from "./body.ts";
+export { errorResponse } from "./error_response.ts";
+export { idempotencyKeyProblem } from "./idempotency.ts";
+export { trackPathOf } from "./routes.ts";
+export { committedJson } from "./history.ts";
 export { type FunnelDependencies, type RunningFunnel, startFunnel } from "./funnel.ts";
 export {
   FunnelService,
@@ -16,7 +30,6 @@ export {
   type PostOutcome,
 } from "./service.ts";
 export { type FunnelEnv, funnelHandler, funnelRoutes, type FunnelRoutesOptions } from "./routes.ts";
-export type { RecordSink } from "./sink.ts";
 export {
   InvalidRequestError,
   NotFoundError,

@@ -12,7 +12,7 @@ import {
 import { InvalidRequestError, NotFoundError, RateLimitedError } from "./errors.ts";
 import { newerPageBody, olderPageBody } from "./history.ts";
 import { IdempotencyCache, type PostAnswer } from "./idempotency.ts";
-import type { RateLimit } from "../config/rate_limit.ts";
+import type { RateLimit } from "../config/mod.ts";
 import { RateLimiter } from "./limits.ts";
 import type { RecordSink } from "./sink.ts";
 

@@ -9,7 +9,4 @@
 export * from "./problem.ts";
 export * from "./cors.ts";
 export * from "./server.ts";
-export * from "../transport/serving/same_port.ts";
-export * from "../transport/serving/webtransport_origin.ts";
 export * from "./stream_body.ts";
-export * from "../transport/serving/websocket_upgrade.ts";

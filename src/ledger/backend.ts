@@ -1,5 +1,5 @@
 import type { LedgerEntry } from "./entry.ts";
-import type { TrackPath } from "../record/track_path.ts";
+import type { TrackPath } from "../record/mod.ts";
 
 /**
  * The small contract each storage backend implements (memory, directory,

@@ -7,7 +7,7 @@
  */
 import type { LedgerBackend, TrackBackend } from "./backend.ts";
 import { LedgerError } from "./errors.ts";
-import type { TrackPath } from "../record/track_path.ts";
+import type { TrackPath } from "../record/mod.ts";
 import { Deadlines, systemTimers, type Timers } from "../timers/mod.ts";
 
 /** How long one storage call may take before it counts as unavailable, ms. */

@@ -1,5 +1,5 @@
-import type { GroupId } from "../record/group_id.ts";
-import { formatGroupId } from "../record/group_id.ts";
+import type { GroupId } from "../record/mod.ts";
+import { formatGroupId } from "../record/mod.ts";
 
 /**
  * One committed entry of a track's ledger: a record, or a redaction of an

@@ -6,7 +6,7 @@ import {
   systemNanoClock,
   TrackLedger,
 } from "./track_ledger.ts";
-import { trackKey, type TrackPath } from "../record/track_path.ts";
+import { trackKey, type TrackPath } from "../record/mod.ts";
 
 /** Options of {@link Ledger}. */
 export interface LedgerOptions {

@@ -18,21 +18,35 @@
  *
  * @module
  */
-export * from "../record/group_id.ts";
-export * from "../record/track_path.ts";
+export * from "../record/mod.ts";
 export * from "./entry.ts";
 export { withoutPayload } from "./codec.ts";
+export { STORAGE_DEADLINE_MS } from "./deadline.ts";
 export * from "./errors.ts";
 export type { LedgerBackend, TrackBackend } from "./backend.ts";
 export * from "./entry_stream.ts";
 export * from "./track_ledger.ts";
 export * from "./ledger.ts";
-export * from "./memory/memory_backend.ts";
-export * from "../config/ledger_location.ts";
+export * from "./memory/mod.ts";
+export {
+  describeLedgerLocation,
+  type LedgerLocation,
+  parseLedgerUri,
+  type StoreCredentials,
+} from "../config/mod.ts";
 export * from "./open.ts";
-export * from "./directory/directory_backend.ts";
+export * from "./directory/mod.ts";
 // Types only: the PostgreSQL and S3 drivers load when openBackend opens such a
 // ledger, so importing this module does not load them.
-export type { PostgresBackend, PostgresOptions } from "./postgres/postgres_backend.ts";
-export type { S3Backend, S3Options } from "./s3/s3_backend.ts";
-export { STORAGE_DEADLINE_MS } from "./deadline.ts";
+export type { PostgresBackend, PostgresOptions } from "./postgres/mod.ts";
+export type { S3Backend, S3Options } from "./s3/mod.ts";
+
+/** The PostgreSQL backend, loaded on first use: a program that never uses PostgreSQL never loads its driver. */
+export function loadPostgresBackend(): Promise<typeof import("./postgres/mod.ts")> {
+  return import("./postgres/mod.ts");
+}
+
+/** The S3 backend, loaded on first use: the AWS SDK is large. */
+export function loadS3Backend(): Promise<typeof import("./s3/mod.ts")> {
+  return import("./s3/mod.ts");
+}

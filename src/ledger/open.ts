@@ -1,17 +1,7 @@
 import type { LedgerBackend } from "./backend.ts";
-import { DirectoryBackend } from "./directory/directory_backend.ts";
-import type { LedgerLocation } from "../config/ledger_location.ts";
-import { MemoryBackend } from "./memory/memory_backend.ts";
-
-/** Object-store credentials (from STORE_ACCESS_KEY_ID and friends, read by config). */
-export interface StoreCredentials {
-  /** Access key id (AWS_ACCESS_KEY_ID). */
-  readonly accessKeyId: string;
-  /** Secret access key (AWS_SECRET_ACCESS_KEY). */
-  readonly secretAccessKey: string;
-  /** Session token for temporary credentials (AWS_SESSION_TOKEN). */
-  readonly sessionToken?: string;
-}
+import { DirectoryBackend } from "./directory/mod.ts";
+import type { LedgerLocation, StoreCredentials } from "../config/mod.ts";
+import { MemoryBackend } from "./memory/mod.ts";
 
 /**
  * Opens the backend a location names: creates the directory or the table if
@@ -36,12 +26,12 @@ export async function openBackend(
     case "postgres": {
       // Loaded here, not at the top, so a program that never uses PostgreSQL
       // never loads its driver.
-      const { PostgresBackend } = await import("./postgres/postgres_backend.ts");
+      const { PostgresBackend } = await import("./postgres/mod.ts");
       return await PostgresBackend.open(location.url, location.table);
     }
     case "s3": {
       // The AWS SDK is large: loaded only when an S3 ledger is opened.
-      const { S3Backend } = await import("./s3/s3_backend.ts");
+      const { S3Backend } = await import("./s3/mod.ts");
       return await S3Backend.open({
         bucket: location.bucket,
         prefix: location.prefix,

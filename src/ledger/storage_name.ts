@@ -1,5 +1,5 @@
 import { segmentProblem } from "../path/mod.ts";
-import { trackKey, type TrackPath } from "../record/track_path.ts";
+import { trackKey, type TrackPath } from "../record/mod.ts";
 
 /** Longest readable storage name; longer track paths are stored under a hash. */
 const MAX_READABLE = 160;

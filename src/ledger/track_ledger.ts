@@ -2,7 +2,7 @@ import type { TrackBackend } from "./backend.ts";
 import { type EntryDraft, entryGroup, type LedgerEntry } from "./entry.ts";
 import { type EntryRange, entryStream, type EntryStreamOptions } from "./entry_stream.ts";
 import { LedgerError } from "./errors.ts";
-import type { TrackPath } from "../record/track_path.ts";
+import type { TrackPath } from "../record/mod.ts";
 
 /** The epoch every entry of this version is written in. */
 export const CURRENT_EPOCH = 1;

@@ -5,8 +5,10 @@
  * the funnel's relay client and the application client follow all three.
  */
 
+import { GOAWAY_SCHEMES } from "../config/mod.ts";
+
 /** The URL schemes a GOAWAY redirect may name: those a relay's GOAWAY_REDIRECT_URI takes. */
-export const GOAWAY_SCHEMES: readonly string[] = ["moqt:", "https:", "wss:"];
+export { GOAWAY_SCHEMES };
 
 /**
  * The URL a GOAWAY's `uri` names, resolved against the session's `current`

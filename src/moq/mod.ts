@@ -54,13 +54,13 @@ export {
 } from "./announcer.ts";
 export { MoqCode, MoqError, type MoqErrorKind } from "./errors.ts";
 export { MoqStats } from "./stats.ts";
-export { type Setup, type TrackInfo, type Version, VERSIONS } from "./codec/messages.ts";
 export { randomHopId } from "./hops.ts";
-export { GOAWAY_SCHEMES, goawayRedirect } from "./goaway_redirect.ts";
-export {
-  DELIVERY_TURN_MS,
-  DeliveryTurns,
-  type DeliveryTurnsOptions,
-} from "./session/delivery_turns.ts";
-export { DeliveryGaps } from "./session/delivery_gaps.ts";
+export { DeliveryGaps } from "./session/mod.ts";
 export { DecodeError } from "../wire/mod.ts";
+export { encodeGroupStreamHeader, type GroupHeader } from "./codec/mod.ts";
+export { type Setup, type TrackInfo, type Version, VERSIONS } from "./codec/mod.ts";
+export { GOAWAY_SCHEMES, goawayRedirect } from "./goaway_redirect.ts";
+export { DELIVERY_TURN_MS, DeliveryTurns, type DeliveryTurnsOptions } from "./session/mod.ts";
+
+/** The moq-lite wire codec: every message encoded and decoded (for peers and fuzzers). */
+export * as codec from "./codec/mod.ts";

@@ -1,4 +1,4 @@
-import { MAX_TIMESTAMP, type TrackInfo } from "./codec/messages.ts";
+import { MAX_TIMESTAMP, type TrackInfo } from "./codec/mod.ts";
 import { CachedGroup, type GroupFrames } from "./cached_group.ts";
 import { SequenceWindow } from "./sequence_window.ts";
 import { afterTurn } from "../timers/mod.ts";

@@ -1,7 +1,7 @@
-import { ConfigError } from "../config/errors.ts";
-import { runtimeV8FlagsArgument } from "../config/gc.ts";
-import { loadRelayConfig } from "../config/relay.ts";
-import { ReexecNotAllowedError } from "./ops/reexec.ts";
+import { ConfigError } from "../config/mod.ts";
+import { runtimeV8FlagsArgument } from "../config/mod.ts";
+import { loadRelayConfig } from "../config/mod.ts";
+import { ReexecNotAllowedError } from "./ops/mod.ts";
 import { runRelay } from "./run.ts";
 
 /**

@@ -6,12 +6,13 @@
  *
  * @module
  */
-export { DOCTOR_HEADING, type DoctorOptions, renderGcBlock, runDoctor } from "./ops/doctor.ts";
+export { DOCTOR_HEADING, type DoctorOptions, renderGcBlock, runDoctor } from "./ops/mod.ts";
 export { type RelayOptions, type RunningRelay, startRelay } from "./server.ts";
-export { createRelayMetrics, type RelayMetrics } from "./metrics/relay_metrics.ts";
-export { RelayCore, SubscribeError } from "./routing/relay_core.ts";
+export { createRelayMetrics, type RelayMetrics } from "./metrics/mod.ts";
+export { RelayCore, SubscribeError } from "./routing/mod.ts";
 export { runRelay, type RunRelayIo } from "./run.ts";
 export { runRelayCommand } from "./command.ts";
+export { cpuProfile } from "./ops/mod.ts";
 export {
   type PeerCredential,
   type PeerEntry,
@@ -19,4 +20,4 @@ export {
   type PeerTransport,
   peerTransport,
   type Resolver,
-} from "./mesh/peers.ts";
+} from "./mesh/mod.ts";

@@ -5,14 +5,14 @@ import {
   type Signer,
   type Verifier,
 } from "../auth/mod.ts";
-import { ConfigError } from "../config/errors.ts";
+import { ConfigError } from "../config/mod.ts";
 import { errorText } from "../error_text/mod.ts";
 import { loadServingCertificate } from "../certs/mod.ts";
-import type { RelayConfig } from "../config/relay.ts";
-import { reexecWithV8Flags } from "./ops/reexec.ts";
-import { peerCredentials } from "./mesh/peer_credential.ts";
+import type { RelayConfig } from "../config/mod.ts";
+import { reexecWithV8Flags } from "./ops/mod.ts";
+import { peerCredentials } from "./mesh/mod.ts";
 import { startRelay } from "./server.ts";
-import { readUdpReceiveBuffers, udpReceiveBufferAdvice } from "../transport/udp_buffers.ts";
+import { readUdpReceiveBuffers, udpReceiveBufferAdvice } from "../transport/mod.ts";
 
 /** How long a stopping relay waits for its sessions to leave after GOAWAY, ms. */
 export const DRAIN_MS = 10_000;

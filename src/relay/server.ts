@@ -3,15 +3,8 @@ import { rateLimitedLog } from "../log/mod.ts";
 import { startMemoryTrimmer } from "../heap/mod.ts";
 import type { Verifier } from "../auth/mod.ts";
 import type { TrackPatterns } from "../path/mod.ts";
-import {
-  bindSamePort,
-  originPolicy,
-  problemResponse,
-  qmuxUpgrade,
-  type RunningServer,
-  startHttpServer,
-  webTransportAdmission,
-} from "../http/mod.ts";
+import { originPolicy, problemResponse, type RunningServer, startHttpServer } from "../http/mod.ts";
+import { bindSamePort, qmuxUpgrade, webTransportAdmission } from "../serving/mod.ts";
 import { randomHopId, VERSIONS } from "../moq/mod.ts";
 import {
   type AdmitWebTransport,
@@ -20,10 +13,10 @@ import {
   type Listener,
   type Session,
 } from "../transport/mod.ts";
-import { admitSession } from "./sessions/session_grants.ts";
-import { createRelayHandler } from "./ops/http_handler.ts";
-import { RelayCore } from "./routing/relay_core.ts";
-import { createRelayMetrics, type RelayMetrics } from "./metrics/relay_metrics.ts";
+import { admitSession } from "./sessions/mod.ts";
+import { createRelayHandler } from "./ops/mod.ts";
+import { RelayCore } from "./routing/mod.ts";
+import { createRelayMetrics, type RelayMetrics } from "./metrics/mod.ts";
 import {
   type PeerCredential,
   type PeerEntry,
@@ -31,8 +24,8 @@ import {
   type PeerTransport,
   peerTransport,
   type Resolver,
-} from "./mesh/peers.ts";
-import { RelaySessions } from "./sessions/relay_sessions.ts";
+} from "./mesh/mod.ts";
+import { RelaySessions } from "./sessions/mod.ts";
 
 /** Options of {@link startRelay}. */
 export interface RelayOptions {

@@ -10,7 +10,7 @@ import type { Session } from "./session.ts";
 import { connectWebTransport } from "./webtransport/mod.ts";
 
 /** The URL schemes {@linkcode connectSession} dials. */
-export const SESSION_SCHEMES: readonly string[] = ["moqt:", "https:", "wss:", "ws:"];
+export { SESSION_SCHEMES } from "../config/mod.ts";
 
 /** Options of {@linkcode connectSession}; each transport uses what applies to it. */
 export interface ConnectSessionOptions {

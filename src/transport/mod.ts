@@ -38,8 +38,41 @@ export {
 } from "./quic/mod.ts";
 export { H3_ALPN, listen, type Listener, type ListenOptions } from "./listener.ts";
 export { DEAD_PEER_MS, IDLE_TIMEOUT_MS, keepAliveFor } from "./liveness.ts";
-export type { Timers } from "./h3/connection.ts";
-export type { HeaderField } from "./h3/qpack.ts";
+export { type Timers } from "../timers/mod.ts";
+export { type HeaderField } from "./h3/mod.ts";
+export { formatAddr, isIpLiteral } from "./address.ts";
+export {
+  readUdpReceiveBuffers,
+  RECOMMENDED_UDP_RECEIVE_BUFFER,
+  udpReceiveBufferAdvice,
+  type UdpReceiveBuffers,
+} from "./udp_buffers.ts";
+export {
+  closePayload,
+  type ControlFrame,
+  decodeMessage,
+  DEFAULT_PARAMS,
+  encodeClientFrame,
+  encodeFrame,
+  encodeTransportParams,
+  type Frame,
+  type Negotiated,
+  Opcode,
+  openRawWebSocket,
+  type OpenWebSocketOptions,
+  parseClose,
+  parseServerFrame,
+  parseSubprotocol,
+  type RawWebSocket,
+  streamFrameHeader,
+  streamId,
+  type StreamKind,
+  subprotocolOffer,
+  TransportCode,
+  usesRecords,
+  type WsFrame,
+} from "./qmux/mod.ts";
+export { freeUdpTcpPort } from "./free_port.ts";
 export {
   type Admission,
   admitAny,
@@ -61,7 +94,7 @@ export {
   type WebTransportApiBidi,
   webTransportApiSession,
   type WebTransportApiWritable,
-} from "./webtransport/web_transport_api.ts";
+} from "./webtransport/mod.ts";
 export {
   acceptQMux,
   type AcceptQMuxOptions,

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { signToken } from "../../src/auth/mod.ts";
 import type { CertificateHash } from "../../src/client/mod.ts";
-import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
+import { freeUdpTcpPort } from "../../src/transport/mod.ts";
 import { keySetText, makeKey, type TestKey } from "../support/credentials.ts";
 import { testCertificate, testCertificateFiles } from "../support/certs.ts";
 import { type RelayProcess, spawnSluice } from "../support/relay_process.ts";

@@ -5,7 +5,7 @@
 // commit order.
 import assert from "node:assert/strict";
 import { type Dialer, openFeed, post } from "../../src/client/mod.ts";
-import { connectQuicSession } from "../../src/transport/quic/mod.ts";
+import { connectQuicSession } from "../../src/transport/mod.ts";
 import { testCertificate } from "../support/certs.ts";
 import { families, sampleValue } from "../support/prometheus.ts";
 import { quiet } from "../support/quiet.ts";

@@ -4,7 +4,7 @@
 // leaves, and every record arrives once, in order.
 import assert from "node:assert/strict";
 import { openFeed } from "../../src/client/mod.ts";
-import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
+import { freeUdpTcpPort } from "../../src/transport/mod.ts";
 import { testCertificate, testCertificateFiles } from "../support/certs.ts";
 import { quiet } from "../support/quiet.ts";
 import { assertSameGroups, ledgerEntries, Reader, Sender } from "./_feed.ts";

@@ -3,7 +3,7 @@
 // from the ledger (the relay forwards the FETCH to the funnel).
 import assert from "node:assert/strict";
 import { type Dialer, openFeed, post } from "../../src/client/mod.ts";
-import { connectQuicSession } from "../../src/transport/quic/mod.ts";
+import { connectQuicSession } from "../../src/transport/mod.ts";
 import { testCertificate } from "../support/certs.ts";
 import { stallable } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";

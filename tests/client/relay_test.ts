@@ -3,7 +3,7 @@
 // are renewed without a gap or a reconnect.
 import assert from "node:assert/strict";
 import { type Dialer, openFeed, post } from "../../src/client/mod.ts";
-import { connectQuicSession } from "../../src/transport/quic/mod.ts";
+import { connectQuicSession } from "../../src/transport/mod.ts";
 import type { Session } from "../../src/transport/mod.ts";
 import { testCertificate } from "../support/certs.ts";
 import { stallable } from "../support/moq.ts";

@@ -1,6 +1,6 @@
 // Starts a real funnel on 127.0.0.1:0 with a memory ledger for HTTP tests.
 import { createVerifier, MemoryKeySource, type Verifier } from "../../src/auth/mod.ts";
-import { loadFunnelConfig } from "../../src/config/funnel.ts";
+import { loadFunnelConfig } from "../../src/config/mod.ts";
 import { type RunningFunnel, startFunnel } from "../../src/funnel/mod.ts";
 import { silentLogger } from "../../src/log/mod.ts";
 import { keySetOf, makeKey, NOW_MS, signWith, type TestKey } from "../support/credentials.ts";

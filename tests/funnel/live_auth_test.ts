@@ -10,7 +10,7 @@ import {
   type TokenClaims,
 } from "../../src/auth/mod.ts";
 import { MoqCode, MoqError } from "../../src/moq/mod.ts";
-import { WebTransportRefusedError } from "../../src/transport/webtransport/mod.ts";
+import { WebTransportRefusedError } from "../../src/transport/mod.ts";
 import { keySetOf, makeKey, type TestKey } from "../support/credentials.ts";
 import { dialOurs } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { connect, VERSIONS } from "../../src/moq/mod.ts";
-import { connectQuicSession } from "../../src/transport/quic/mod.ts";
+import { connectQuicSession } from "../../src/transport/mod.ts";
 import { until } from "../support/wait.ts";
 import { take } from "../support/live_funnel.ts";
 

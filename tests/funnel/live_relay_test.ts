@@ -7,7 +7,7 @@ import type { RedialTimers, RelayState } from "../../src/funnel/mod.ts";
 import type { MoqSession } from "../../src/moq/mod.ts";
 import { keySetText, makeKey, type TestKey } from "../support/credentials.ts";
 import { type RelayProcess, spawnRelay } from "../support/relay_process.ts";
-import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
+import { freeUdpTcpPort } from "../../src/transport/mod.ts";
 import * as Net from "@moq/net";
 import { testCertificateFiles } from "../support/certs.ts";
 import { dialNet, dialOurs, seeAnnounced } from "../support/moq.ts";

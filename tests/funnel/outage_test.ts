@@ -1,11 +1,11 @@
 // The real funnel over a real PostgreSQL / S3 that goes away: requests answer 503
 // problem+json while it is away, and the funnel recovers by itself when it returns.
 import assert from "node:assert/strict";
-import { loadFunnelConfig } from "../../src/config/funnel.ts";
+import { loadFunnelConfig } from "../../src/config/mod.ts";
 import { startFunnel } from "../../src/funnel/mod.ts";
 import type { LedgerBackend } from "../../src/ledger/mod.ts";
-import { PostgresBackend } from "../../src/ledger/postgres/postgres_backend.ts";
-import { S3Backend } from "../../src/ledger/s3/s3_backend.ts";
+import { loadPostgresBackend } from "../../src/ledger/mod.ts";
+import { loadS3Backend } from "../../src/ledger/mod.ts";
 import { silentLogger } from "../../src/log/mod.ts";
 import { dropTable, findPostgres, freshTableName, postgresMissing } from "../support/postgres.ts";
 import { ignoreWithout } from "../support/requires.ts";
@@ -71,7 +71,12 @@ Deno.test({
     url.port = String(proxy.port);
     const table = freshTableName();
     try {
-      await outage(proxy, await PostgresBackend.open(url.href, table, { connectTimeout: 2 }));
+      await outage(
+        proxy,
+        await (await loadPostgresBackend()).PostgresBackend.open(url.href, table, {
+          connectTimeout: 2,
+        }),
+      );
     } finally {
       await proxy.close();
       await dropTable(pgUrl!, table);
@@ -83,7 +88,7 @@ Deno.test("funnel over S3: object store away answers 503, then recovers by itsel
   const s3 = await startS3rver();
   const proxy = startTcpProxy("127.0.0.1", Number(new URL(s3.endpoint).port));
   try {
-    const backend = await S3Backend.open({
+    const backend = await (await loadS3Backend()).S3Backend.open({
       bucket: s3.bucket,
       prefix: "outage",
       region: "us-east-1",

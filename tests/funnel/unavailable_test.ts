@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { loadFunnelConfig } from "../../src/config/funnel.ts";
+import { loadFunnelConfig } from "../../src/config/mod.ts";
 import { startFunnel } from "../../src/funnel/mod.ts";
 import {
   type LedgerBackend,

@@ -5,8 +5,8 @@ import { decodeBatch, encodeBatch } from "../../src/ledger/codec.ts";
 import { frame, HEADER, parseSegment, TRAILER } from "../../src/ledger/directory/segment_file.ts";
 import type { LedgerEntry } from "../../src/ledger/entry.ts";
 import { LedgerError } from "../../src/ledger/errors.ts";
-import { formatGroupId, parseGroupId } from "../../src/record/group_id.ts";
-import { parseTrackPath, trackKey } from "../../src/record/track_path.ts";
+import { formatGroupId, parseGroupId } from "../../src/record/mod.ts";
+import { parseTrackPath, trackKey } from "../../src/record/mod.ts";
 import { concatBytes } from "../../src/wire/mod.ts";
 import { check, decodesOrRefuses, fc, hostileBytes, retainedSize } from "../support/property.ts";
 

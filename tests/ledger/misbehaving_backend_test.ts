@@ -5,7 +5,7 @@
 // nothing acknowledged is lost, nothing half-written is served, and the
 // funnel recovers by itself.
 import assert from "node:assert/strict";
-import { loadFunnelConfig } from "../../src/config/funnel.ts";
+import { loadFunnelConfig } from "../../src/config/mod.ts";
 import { type RunningFunnel, startFunnel } from "../../src/funnel/mod.ts";
 import type { LedgerBackend } from "../../src/ledger/mod.ts";
 import { PostgresBackend } from "../../src/ledger/postgres/postgres_backend.ts";

@@ -1,7 +1,7 @@
 /** A raw peer sends malformed and hostile bytes; our session must contain each failure. */
 import assert from "node:assert/strict";
 import { accept, connect, TrackProducer } from "../../src/moq/mod.ts";
-import type { Session } from "../../src/transport/session.ts";
+import type { Session } from "../../src/transport/mod.ts";
 import { quicPair } from "../support/quic_pair.ts";
 
 const b = (...xs: number[]) => new Uint8Array(xs);

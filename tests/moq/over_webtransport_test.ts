@@ -1,8 +1,8 @@
 /** The moq layer on sluice's own WebTransport sessions (combined listener), both versions. */
 import assert from "node:assert/strict";
 import { accept, connect, type MoqSession, TrackProducer, VERSIONS } from "../../src/moq/mod.ts";
-import { listen } from "../../src/transport/listener.ts";
-import { connectWebTransport } from "../../src/transport/webtransport/mod.ts";
+import { listen } from "../../src/transport/mod.ts";
+import { connectWebTransport } from "../../src/transport/mod.ts";
 import { testCertificate } from "../support/certs.ts";
 
 for (const version of ["moq-lite-05", "moq-lite-04"]) {

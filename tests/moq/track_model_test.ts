@@ -6,7 +6,7 @@
 // point after it, delivered + skipped accounts for every group owed).
 import assert from "node:assert/strict";
 import { type CachedGroup, MAX_BURST_GROUPS, TrackProducer } from "../../src/moq/mod.ts";
-import { RELAY_DEFAULTS } from "../../src/config/relay.ts";
+import { RELAY_DEFAULTS } from "../../src/config/mod.ts";
 import { ManualClock } from "../support/manual_clock.ts";
 import { checkAsync, fc } from "../support/property.ts";
 

@@ -2,7 +2,7 @@
 // on a free port with the test certificate (which the relays also trust for
 // their peers), signalled directly.
 import assert from "node:assert/strict";
-import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
+import { freeUdpTcpPort } from "../../src/transport/mod.ts";
 import { type CertificateFiles, testCertificate, testCertificateFiles } from "../support/certs.ts";
 import { type RelayProcess, spawnRelay } from "../support/relay_process.ts";
 import { until } from "../support/wait.ts";

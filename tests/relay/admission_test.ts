@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
 import { createVerifier, MemoryKeySource, signToken } from "../../src/auth/mod.ts";
-import { originPolicy, webTransportAdmission } from "../../src/http/mod.ts";
+import { originPolicy } from "../../src/http/mod.ts";
+import { webTransportAdmission } from "../../src/serving/mod.ts";
 import { VERSIONS } from "../../src/moq/mod.ts";
 import { admitSession, sessionRoot } from "../../src/relay/sessions/session_grants.ts";
-import type { WebTransportRequest } from "../../src/transport/webtransport/mod.ts";
+import type { WebTransportRequest } from "../../src/transport/mod.ts";
 import { keySetOf, makeKey } from "../support/credentials.ts";
 
 function request(url: string, protocols: string[], origin?: string): WebTransportRequest {

@@ -1,10 +1,7 @@
 // Relay admission and authorization over real sessions (auth on and off).
 import assert from "node:assert/strict";
 import { connect, MoqError, TrackProducer, VERSIONS } from "../../src/moq/mod.ts";
-import {
-  connectWebTransport,
-  WebTransportRefusedError,
-} from "../../src/transport/webtransport/mod.ts";
+import { connectWebTransport, WebTransportRefusedError } from "../../src/transport/mod.ts";
 import { families, sampleValue } from "../support/prometheus.ts";
 import { testCertificate } from "../support/certs.ts";
 import { dialOurs, seeAnnounced } from "../support/moq.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { DOCTOR_HEADING, runDoctor } from "../../src/relay/mod.ts";
-import type { UdpReceiveBuffers } from "../../src/transport/udp_buffers.ts";
+import type { UdpReceiveBuffers } from "../../src/transport/mod.ts";
 
 Deno.test("doctor prints the heading, the GC block and every setting with its source", () => {
   const lines: string[] = [];

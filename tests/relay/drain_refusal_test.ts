@@ -2,10 +2,7 @@
 // upgrade are both answered 503 before any session exists, while it still listens.
 import assert from "node:assert/strict";
 import { VERSIONS } from "../../src/moq/mod.ts";
-import {
-  connectWebTransport,
-  WebTransportRefusedError,
-} from "../../src/transport/webtransport/mod.ts";
+import { connectWebTransport, WebTransportRefusedError } from "../../src/transport/mod.ts";
 import { families, sampleValue } from "../support/prometheus.ts";
 import { testCertificate } from "../support/certs.ts";
 import { upgradeStatus } from "../support/qmux.ts";

@@ -4,7 +4,7 @@
 // per peer session).
 import assert from "node:assert/strict";
 import { type MoqSession, TrackProducer } from "../../src/moq/mod.ts";
-import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
+import { freeUdpTcpPort } from "../../src/transport/mod.ts";
 import { dialOurs } from "../support/moq.ts";
 import { until, within } from "../support/wait.ts";
 import { meshCertificate, type MeshRelay, routeOf, startMeshRelay, stopMesh } from "./_mesh.ts";

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { TrackProducer, VERSIONS } from "../../src/moq/mod.ts";
 import type { PeerEntry, RelayOptions } from "../../src/relay/mod.ts";
-import { listenQuic } from "../../src/transport/quic/mod.ts";
+import { listenQuic } from "../../src/transport/mod.ts";
 import { testCertificate } from "../support/certs.ts";
 import { dialOurs } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";

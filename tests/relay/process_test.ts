@@ -2,12 +2,12 @@
 // dev certificate fallback, graceful stop on SIGTERM.
 import assert from "node:assert/strict";
 import { connect, VERSIONS } from "../../src/moq/mod.ts";
-import { connectQuicSession } from "../../src/transport/quic/mod.ts";
-import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
+import { connectQuicSession } from "../../src/transport/mod.ts";
+import { freeUdpTcpPort } from "../../src/transport/mod.ts";
 import { spawnRelay } from "../support/relay_process.ts";
 import { testCertificate, testCertificateFiles } from "../support/certs.ts";
 import { until } from "../support/wait.ts";
-import { readUdpReceiveBuffers, udpReceiveBufferAdvice } from "../../src/transport/udp_buffers.ts";
+import { readUdpReceiveBuffers, udpReceiveBufferAdvice } from "../../src/transport/mod.ts";
 
 /** The relay answers /health over HTTPS and a MoQ session over native QUIC on `port`. */
 async function assertServes(port: number, http: Deno.HttpClient, sha256: Uint8Array) {

@@ -8,7 +8,7 @@ import { post } from "../support/live_funnel.ts";
 import { quiet } from "../support/quiet.ts";
 import { spawnSluice } from "../support/relay_process.ts";
 import { until } from "../support/wait.ts";
-import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
+import { freeUdpTcpPort } from "../../src/transport/mod.ts";
 import { DEAD_PEER_MS } from "../../src/transport/mod.ts";
 import { routeOf, startMeshRelay, stopMesh } from "./_mesh.ts";
 

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import * as Net from "@moq/net";
 import { connect, TrackProducer, VERSIONS } from "../../src/moq/mod.ts";
-import { connectWebTransport } from "../../src/transport/webtransport/mod.ts";
+import { connectWebTransport } from "../../src/transport/mod.ts";
 import { families, histogramSeries, sampleValue } from "../support/prometheus.ts";
 import { testCertificate } from "../support/certs.ts";
 import { dialNet, dialOurs, seeAnnounced, stallable } from "../support/moq.ts";

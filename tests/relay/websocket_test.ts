@@ -3,9 +3,9 @@
 import assert from "node:assert/strict";
 import * as Net from "@moq/net";
 import { type MoqSession, type Subscription, TrackProducer } from "../../src/moq/mod.ts";
-import { QMuxConnectError, type QMuxDraft } from "../../src/transport/qmux/mod.ts";
-import { openRawWebSocket, type RawWebSocket } from "../../src/transport/qmux/ws_client.ts";
-import { Opcode, parseClose, parseServerFrame } from "../../src/transport/qmux/ws_frame.ts";
+import { QMuxConnectError, type QMuxDraft } from "../../src/transport/mod.ts";
+import { openRawWebSocket, type RawWebSocket } from "../../src/transport/mod.ts";
+import { Opcode, parseClose, parseServerFrame } from "../../src/transport/mod.ts";
 import { concatBytes } from "../../src/wire/mod.ts";
 import { families, sampleValue } from "../support/prometheus.ts";
 import { testCertificate } from "../support/certs.ts";

@@ -1,6 +1,6 @@
 // Helpers for the live tests: a funnel serving MoQ on 127.0.0.1:0 with a
 // development certificate, what its subscribers received, and HTTP calls.
-import { loadFunnelConfig } from "../../src/config/funnel.ts";
+import { loadFunnelConfig } from "../../src/config/mod.ts";
 import { type FunnelDependencies, type RunningFunnel, startFunnel } from "../../src/funnel/mod.ts";
 import { silentLogger } from "../../src/log/mod.ts";
 import type * as Net from "@moq/net";

@@ -4,9 +4,9 @@
 import * as Net from "@moq/net";
 import { connect, type MoqSession, type MoqSessionOptions, VERSIONS } from "../../src/moq/mod.ts";
 import type { Session } from "../../src/transport/mod.ts";
-import { connectQMux, type QMuxDraft } from "../../src/transport/qmux/mod.ts";
-import { connectQuicSession } from "../../src/transport/quic/mod.ts";
-import { asWebTransport, connectWebTransport } from "../../src/transport/webtransport/mod.ts";
+import { connectQMux, type QMuxDraft } from "../../src/transport/mod.ts";
+import { connectQuicSession } from "../../src/transport/mod.ts";
+import { asWebTransport, connectWebTransport } from "../../src/transport/mod.ts";
 import { testCertificate } from "./certs.ts";
 import { webSocketOnly } from "./qmux.ts";
 

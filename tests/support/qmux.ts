@@ -8,8 +8,8 @@ import {
   type QMuxDraft,
   type QMuxSession,
   selectSubprotocol,
-} from "../../src/transport/qmux/mod.ts";
-import type { Session } from "../../src/transport/session.ts";
+} from "../../src/transport/mod.ts";
+import type { Session } from "../../src/transport/mod.ts";
 import { concatBytes } from "../../src/wire/mod.ts";
 import { testCertificate } from "./certs.ts";
 

@@ -1,11 +1,11 @@
 // A hostile QMux peer on a real WebSocket: the abuses every QMux server must
 // survive (ending only that session, with the right code), shared by the
 // transport tests and the relay's.
-import { TransportCode } from "../../src/transport/qmux/errors.ts";
-import { encodeFrame, type Frame, streamFrameHeader } from "../../src/transport/qmux/frame.ts";
-import { decodeMessage } from "../../src/transport/qmux/frame_decode.ts";
-import { encodeTransportParams } from "../../src/transport/qmux/params.ts";
-import { DEFAULT_PARAMS } from "../../src/transport/qmux/mod.ts";
+import { TransportCode } from "../../src/transport/mod.ts";
+import { encodeFrame, type Frame, streamFrameHeader } from "../../src/transport/mod.ts";
+import { decodeMessage } from "../../src/transport/mod.ts";
+import { encodeTransportParams } from "../../src/transport/mod.ts";
+import { DEFAULT_PARAMS } from "../../src/transport/mod.ts";
 import { concatBytes } from "../../src/wire/mod.ts";
 
 export const PROTOCOL = "qmux-02.moq-lite-05";

@@ -6,8 +6,8 @@ import {
   type MoqSessionOptions,
   TrackProducer,
 } from "../../src/moq/mod.ts";
-import { connectQuicSession, listenQuic } from "../../src/transport/quic/mod.ts";
-import type { Session } from "../../src/transport/session.ts";
+import { connectQuicSession, listenQuic } from "../../src/transport/mod.ts";
+import type { Session } from "../../src/transport/mod.ts";
 import { testCertificate } from "./certs.ts";
 
 /** A connected pair of QUIC sessions (client dials `path`). */

@@ -1,4 +1,4 @@
-import { freeUdpTcpPort } from "../../src/transport/free_port.ts";
+import { freeUdpTcpPort } from "../../src/transport/mod.ts";
 
 /**
  * A TCP proxy in front of a real service, so a test can make the service

@@ -7,11 +7,11 @@
  * experiment measures records only.
  */
 import { createVerifier, keySourceFrom, type Verifier } from "../../../src/auth/mod.ts";
-import { authorize } from "../../../src/funnel/access.ts";
-import { readJsonBody } from "../../../src/funnel/body.ts";
-import { errorResponse } from "../../../src/funnel/error_response.ts";
-import { idempotencyKeyProblem } from "../../../src/funnel/idempotency.ts";
-import { trackPathOf } from "../../../src/funnel/routes.ts";
+import { authorize } from "../../../src/funnel/mod.ts";
+import { readJsonBody } from "../../../src/funnel/mod.ts";
+import { errorResponse } from "../../../src/funnel/mod.ts";
+import { idempotencyKeyProblem } from "../../../src/funnel/mod.ts";
+import { trackPathOf } from "../../../src/funnel/mod.ts";
 import { HttpProblem, problemResponse } from "../../../src/http/mod.ts";
 import {
   ANSWER_STRIDE,

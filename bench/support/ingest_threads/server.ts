@@ -15,9 +15,9 @@
 import { parseArgs } from "node:util";
 import { createVerifier, keySourceFrom } from "../../../src/auth/mod.ts";
 import { funnelHandler, FunnelService } from "../../../src/funnel/mod.ts";
-import { errorResponse } from "../../../src/funnel/error_response.ts";
-import { committedJson } from "../../../src/funnel/history.ts";
-import { trackPathOf } from "../../../src/funnel/routes.ts";
+import { errorResponse } from "../../../src/funnel/mod.ts";
+import { committedJson } from "../../../src/funnel/mod.ts";
+import { trackPathOf } from "../../../src/funnel/mod.ts";
 import { SAME_ORIGIN_ONLY } from "../../../src/http/mod.ts";
 import { Ledger, MemoryBackend } from "../../../src/ledger/mod.ts";
 import { batcher, type FromWorker, RECORD_STRIDE } from "./messages.ts";

@@ -53,5 +53,6 @@ export {
   startWorkerListener,
   type WorkerListener,
   type WorkerListenerOptions,
-} from "./listener/worker_listener_host.ts";
-export type { LiveListener } from "./listener/inline_listener.ts";
+} from "./listener/mod.ts";
+export { type LiveListener } from "./listener/mod.ts";
+export { RecordFetcher } from "./record_fetcher.ts";

@@ -3,7 +3,7 @@ import { loadServingCertificate, toHex } from "../../certs/mod.ts";
 import type { OriginPolicy } from "../../http/mod.ts";
 import type { Logger } from "../../log/mod.ts";
 import type { TrackPatterns } from "../../path/mod.ts";
-import { formatAddr } from "../../transport/address.ts";
+import { formatAddr } from "../../transport/mod.ts";
 import { type EntryFetch, LivePublisher } from "./publisher.ts";
 import {
   describeRelayUrl,
@@ -12,7 +12,7 @@ import {
   type RelayState,
 } from "./relay_client.ts";
 import { fanOut, type RecordSink } from "../sink.ts";
-import { startWorkerListener, type WorkerListener } from "./listener/worker_listener_host.ts";
+import { startWorkerListener, type WorkerListener } from "./listener/mod.ts";
 
 /** How the startup line names the transport of each RELAY_URL scheme. */
 const TRANSPORT_NAMES: Readonly<Record<string, string>> = {

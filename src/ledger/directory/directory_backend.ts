@@ -5,7 +5,7 @@ import { LedgerError } from "../errors.ts";
 import { exists, fsyncDir, writeAll } from "./file_io.ts";
 import { Serial } from "../serial.ts";
 import { decodeStorageName, isHashedName, pathFromKey, trackStorageName } from "../storage_name.ts";
-import { trackKey, type TrackPath } from "../../record/track_path.ts";
+import { trackKey, type TrackPath } from "../../record/mod.ts";
 
 /*
  * On-disk layout (one directory per track, append-only segment files):

@@ -1,6 +1,6 @@
 import type { LedgerBackend, TrackBackend } from "../backend.ts";
 import type { LedgerEntry } from "../entry.ts";
-import { trackKey, type TrackPath } from "../../record/track_path.ts";
+import { trackKey, type TrackPath } from "../../record/mod.ts";
 
 /** Keeps every entry in process memory; everything is lost at exit. */
 export class MemoryBackend implements LedgerBackend {

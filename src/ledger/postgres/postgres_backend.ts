@@ -3,7 +3,7 @@ import type { LedgerBackend, TrackBackend } from "../backend.ts";
 import type { LedgerEntry } from "../entry.ts";
 import { LedgerError } from "../errors.ts";
 import { pathFromKey } from "../storage_name.ts";
-import { trackKey, type TrackPath } from "../../record/track_path.ts";
+import { trackKey, type TrackPath } from "../../record/mod.ts";
 
 /*
  * One table holds every track: a row per entry keyed (track, seq), plus a row

@@ -6,11 +6,11 @@ import {
   S3Client,
 } from "@aws-sdk/client-s3";
 import type { LedgerBackend, TrackBackend } from "../backend.ts";
-import type { StoreCredentials } from "../open.ts";
+import type { StoreCredentials } from "../../config/mod.ts";
 import { getObject, status, translate } from "./map_limited.ts";
 import { S3Track } from "./track_objects.ts";
 import { decodeStorageName, isHashedName, pathFromKey, trackStorageName } from "../storage_name.ts";
-import { trackKey, type TrackPath } from "../../record/track_path.ts";
+import { trackKey, type TrackPath } from "../../record/mod.ts";
 
 /*
  * Key layout under the prefix (`<p>/` below, empty when there is none):

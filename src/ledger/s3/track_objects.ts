@@ -6,7 +6,7 @@ import {
 } from "@aws-sdk/client-s3";
 import type { TrackBackend } from "../backend.ts";
 import { decodeBatch, encodeBatch, withoutPayload } from "../codec.ts";
-import { crc32 } from "../directory/crc32.ts";
+import { crc32 } from "../directory/mod.ts";
 import type { LedgerEntry } from "../entry.ts";
 import { LedgerError } from "../errors.ts";
 import { getObject, mapLimited, translate } from "./map_limited.ts";

@@ -8,7 +8,7 @@ import {
   decodeAnnounceOk,
   encodeAnnounceRequest,
   MAX_CONTROL_MESSAGE,
-} from "../codec/messages.ts";
+} from "../codec/mod.ts";
 import { joinPath, normalizePath, prefixCovers } from "../../path/mod.ts";
 import { wirePrefix } from "../path.ts";
 import { loopsThrough } from "../hops.ts";

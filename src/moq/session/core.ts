@@ -7,7 +7,7 @@
  */
 import { errorText } from "../../error_text/mod.ts";
 import type { RecvStream, Session, SessionCloseInfo } from "../../transport/mod.ts";
-import type { Version } from "../codec/messages.ts";
+import type { Version } from "../codec/mod.ts";
 import { MoqCode, MoqError } from "../errors.ts";
 import type { MoqStats } from "../stats.ts";
 import { DecodeError, StreamReader } from "../../wire/mod.ts";

@@ -1,6 +1,6 @@
 /** Accepts the peer's streams and datagrams and hands each, by its type, to the part that handles it. */
 import type { BidiStream, RecvStream } from "../../transport/mod.ts";
-import { BidiType, decodeDatagram, UniType } from "../codec/messages.ts";
+import { BidiType, decodeDatagram, UniType } from "../codec/mod.ts";
 import { Sender } from "../sender.ts";
 import type { SessionCore } from "./core.ts";
 import { holdProbe, receiveGoaway } from "./probe_goaway.ts";

@@ -8,7 +8,7 @@ import {
   encodeTrackRequest,
   MAX_CONTROL_MESSAGE,
   type TrackInfo,
-} from "../codec/messages.ts";
+} from "../codec/mod.ts";
 import { MoqError } from "../errors.ts";
 import { normalizePath } from "../../path/mod.ts";
 import { wirePath } from "../path.ts";

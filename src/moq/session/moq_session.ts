@@ -8,7 +8,7 @@
  * protocol work lives in the modules beside it.
  */
 import type { Session, SessionCloseInfo } from "../../transport/mod.ts";
-import type { Setup, TrackInfo, Version } from "../codec/messages.ts";
+import type { Setup, TrackInfo, Version } from "../codec/mod.ts";
 import { type AnnounceEvent, type Announcement, Announcer } from "../announcer.ts";
 import { MoqCode, MoqError } from "../errors.ts";
 import { normalizePath } from "../../path/mod.ts";

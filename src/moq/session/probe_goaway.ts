@@ -6,7 +6,7 @@ import {
   decodeProbe,
   encodeGoaway,
   MAX_CONTROL_MESSAGE,
-} from "../codec/messages.ts";
+} from "../codec/mod.ts";
 import type { Sender } from "../sender.ts";
 import type { SessionCore } from "./core.ts";
 import { openRequest } from "./request_stream.ts";

@@ -1,5 +1,5 @@
 /** The consuming side's group streams: frames read within the session's size budgets. */
-import { checkTimestamp, decodeGroupHeader, MAX_CONTROL_MESSAGE } from "../codec/messages.ts";
+import { checkTimestamp, decodeGroupHeader, MAX_CONTROL_MESSAGE } from "../codec/mod.ts";
 import { DecodeError, type StreamReader, zigzagDecode } from "../../wire/mod.ts";
 import type { SessionCore } from "./core.ts";
 

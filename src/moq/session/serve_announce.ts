@@ -6,7 +6,7 @@ import {
   encodeAnnounce,
   encodeAnnounceOk,
   MAX_CONTROL_MESSAGE,
-} from "../codec/messages.ts";
+} from "../codec/mod.ts";
 import { normalizePath, pathSuffix } from "../../path/mod.ts";
 import { offerable } from "../hops.ts";
 import type { Sender } from "../sender.ts";

@@ -4,7 +4,7 @@ import {
   decodeTrackRequest,
   encodeTrackInfo,
   MAX_CONTROL_MESSAGE,
-} from "../codec/messages.ts";
+} from "../codec/mod.ts";
 import { normalizePath } from "../../path/mod.ts";
 import type { Sender } from "../sender.ts";
 import { TrackProducer } from "../track.ts";

@@ -7,7 +7,7 @@ import {
   encodeDatagram,
   encodeSubscribeResponse,
   MAX_CONTROL_MESSAGE,
-} from "../codec/messages.ts";
+} from "../codec/mod.ts";
 import { normalizePath } from "../../path/mod.ts";
 import type { Sender } from "../sender.ts";
 import type { CachedGroup } from "../cached_group.ts";

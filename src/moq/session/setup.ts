@@ -6,7 +6,7 @@ import {
   MAX_CONTROL_MESSAGE,
   type Setup,
   UniType,
-} from "../codec/messages.ts";
+} from "../codec/mod.ts";
 import { Sender } from "../sender.ts";
 import { errorText } from "../../error_text/mod.ts";
 import type { SessionCore } from "./core.ts";

@@ -6,12 +6,12 @@ import {
   encodeSubscribe,
   encodeSubscribeUpdate,
   MAX_CONTROL_MESSAGE,
-} from "../codec/messages.ts";
+} from "../codec/mod.ts";
 import { MoqError } from "../errors.ts";
 import { normalizePath } from "../../path/mod.ts";
 import { wirePath } from "../path.ts";
 import { errorText } from "../../error_text/mod.ts";
-import { SessionClosedError } from "../../transport/errors.ts";
+import { SessionClosedError } from "../../transport/mod.ts";
 import type { SessionCore } from "./core.ts";
 import { requestTrackInfo } from "./fetch.ts";
 import { ClosableRequest } from "./request_stream.ts";

@@ -1,5 +1,5 @@
 /** The consuming side's handle on one of the peer's tracks: groups in, updates out. */
-import type { SubscribeUpdate, TrackInfo } from "../codec/messages.ts";
+import type { SubscribeUpdate, TrackInfo } from "../codec/mod.ts";
 import { MoqError } from "../errors.ts";
 import { BackpressureQueue as AsyncQueue } from "../../wire/mod.ts";
 import { SequenceWindow } from "../sequence_window.ts";

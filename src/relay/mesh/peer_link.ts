@@ -3,8 +3,8 @@ import { systemTimers, type Timers } from "../../timers/mod.ts";
 import type { MoqSession } from "../../moq/mod.ts";
 import type { SessionCloseInfo } from "../../transport/mod.ts";
 import { DialBackoff } from "./dial_backoff.ts";
-import type { RelayMetrics } from "../metrics/relay_metrics.ts";
-import { SelfDialError } from "../sessions/relay_sessions.ts";
+import type { RelayMetrics } from "../metrics/mod.ts";
+import { SelfDialError } from "../sessions/mod.ts";
 
 /** A peer session one dial produced, once the peer admitted it. */
 export interface PeerSession {

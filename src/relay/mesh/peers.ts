@@ -9,13 +9,13 @@ import {
   keepAliveFor,
   type Session,
 } from "../../transport/mod.ts";
-import { formatAddr, isIpLiteral } from "../../transport/address.ts";
-import { PEER_PARAMETER } from "../sessions/session_grants.ts";
+import { formatAddr, isIpLiteral } from "../../transport/mod.ts";
+import { PEER_PARAMETER } from "../sessions/mod.ts";
 import { DialBackoff } from "./dial_backoff.ts";
 import { PeerLink, type PeerSession } from "./peer_link.ts";
-import type { RelayMetrics } from "../metrics/relay_metrics.ts";
-import type { RouteTable } from "../routing/route_table.ts";
-import type { PeerGoaway, RelaySessions } from "../sessions/relay_sessions.ts";
+import type { RelayMetrics } from "../metrics/mod.ts";
+import type { RouteTable } from "../routing/mod.ts";
+import type { PeerGoaway, RelaySessions } from "../sessions/mod.ts";
 
 /** One `PEERS` entry: a name (or address), a port, and how to dial it. */
 export interface PeerEntry {

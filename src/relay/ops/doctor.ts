@@ -1,14 +1,14 @@
 import { getHeapStatistics } from "node:v8";
-import type { Setting } from "../../config/env.ts";
-import { ConfigError } from "../../config/errors.ts";
-import { type GcResolution, resolveGc, runtimeV8FlagsArgument } from "../../config/gc.ts";
-import { loadRelayConfig } from "../../config/relay.ts";
+import type { Setting } from "../../config/mod.ts";
+import { ConfigError } from "../../config/mod.ts";
+import { type GcResolution, resolveGc, runtimeV8FlagsArgument } from "../../config/mod.ts";
+import { loadRelayConfig } from "../../config/mod.ts";
 import {
   readUdpReceiveBuffers,
   RECOMMENDED_UDP_RECEIVE_BUFFER,
   udpReceiveBufferAdvice,
   type UdpReceiveBuffers,
-} from "../../transport/udp_buffers.ts";
+} from "../../transport/mod.ts";
 
 /** The heading line doctor prints first. */
 export const DOCTOR_HEADING = "sluice relay: effective runtime configuration";

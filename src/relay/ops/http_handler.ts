@@ -1,8 +1,8 @@
 import { problemResponse, streamResponse } from "../../http/mod.ts";
 import { PROMETHEUS_CONTENT_TYPE } from "../../metrics/mod.ts";
 import { cpuProfile, heapSnapshot, MAX_PROFILE_SECONDS, ProfileBusyError } from "./pprof.ts";
-import type { RelayCore } from "../routing/relay_core.ts";
-import type { RelayMetrics } from "../metrics/relay_metrics.ts";
+import type { RelayCore } from "../routing/mod.ts";
+import type { RelayMetrics } from "../metrics/mod.ts";
 
 /** Options of {@link createRelayHandler}. */
 export interface RelayHandlerOptions {

@@ -1,4 +1,4 @@
-import { APPLIED_V8_FLAGS_VARIABLE, type GcResolution } from "../../config/gc.ts";
+import { APPLIED_V8_FLAGS_VARIABLE, type GcResolution } from "../../config/mod.ts";
 
 /** The relay re-executes itself but may not start processes. */
 export class ReexecNotAllowedError extends Error {

@@ -6,7 +6,7 @@ import {
   TrackProducer,
   type WriteGroupOptions,
 } from "../../moq/mod.ts";
-import type { RelayMetrics } from "../metrics/relay_metrics.ts";
+import type { RelayMetrics } from "../metrics/mod.ts";
 import type { RouteSource } from "./route_table.ts";
 
 /** A complete group received from upstream. */

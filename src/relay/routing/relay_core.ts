@@ -3,7 +3,7 @@ import { MoqError, TrackProducer } from "../../moq/mod.ts";
 import { withDeadline } from "../../timers/mod.ts";
 import { TrackDistributor, type UpstreamTrack } from "./distributor.ts";
 import { forwardFetches, upstreamFetch } from "./fetch_forward.ts";
-import type { RelayMetrics } from "../metrics/relay_metrics.ts";
+import type { RelayMetrics } from "../metrics/mod.ts";
 import { type RouteChange, type RouteSource, RouteTable } from "./route_table.ts";
 
 /** Why a downstream subscription was refused. */

@@ -1,8 +1,8 @@
 import type { TrackInfo } from "../../moq/mod.ts";
-import type { RelayMetrics } from "../metrics/relay_metrics.ts";
+import type { RelayMetrics } from "../metrics/mod.ts";
 import type { UpstreamTrack } from "./distributor.ts";
 import type { UpstreamFetch } from "./fetch_forward.ts";
-import { RateMeter } from "../metrics/rate_meter.ts";
+import { RateMeter } from "../metrics/mod.ts";
 import { compareRoutes, type RouteStats } from "./route_election.ts";
 
 /** What a session offers the relay for one broadcast: a way to reach its publisher. */

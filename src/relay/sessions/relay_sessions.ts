@@ -21,9 +21,9 @@ import {
   DIALED_PEER,
   PEER_PARAMETER,
 } from "./session_grants.ts";
-import { type RelayCore, SubscribeError } from "../routing/relay_core.ts";
-import type { RelayMetrics } from "../metrics/relay_metrics.ts";
-import type { Announcement as RouteAnnouncement, RouteChange } from "../routing/route_table.ts";
+import { type RelayCore, SubscribeError } from "../routing/mod.ts";
+import type { RelayMetrics } from "../metrics/mod.ts";
+import type { Announcement as RouteAnnouncement, RouteChange } from "../routing/mod.ts";
 import { leaveWhenUnused, type LiveSession, watchAnnouncements } from "./session_routes.ts";
 import { firstRtt, RTT_PING_PATH, smoothRtt, startPing } from "./session_rtt.ts";
 

@@ -1,6 +1,6 @@
 import type { MoqSession } from "../../moq/mod.ts";
-import type { UpstreamTrack } from "../routing/distributor.ts";
-import type { Announcement as RouteAnnouncement, RouteTable } from "../routing/route_table.ts";
+import type { UpstreamTrack } from "../routing/mod.ts";
+import type { Announcement as RouteAnnouncement, RouteTable } from "../routing/mod.ts";
 
 /** Groups an upstream subscription may hold before the distributor's loop takes them. */
 const UPSTREAM_QUEUE_LIMIT = 1024;

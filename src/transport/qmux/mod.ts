@@ -8,9 +8,21 @@
 export { acceptQMux, type AcceptQMuxOptions, isWebSocketUpgrade } from "./accept.ts";
 export { connectQMux, type ConnectQMuxOptions } from "./dial.ts";
 export { connectQMuxWeb, type ConnectQMuxWebOptions } from "./web_dial.ts";
-export type { QMuxClientOptions } from "./client_session.ts";
+export { type QMuxClientOptions } from "./client_session.ts";
+export { encodeTransportParams, type TransportParams } from "./params.ts";
+export { openRawWebSocket, type RawWebSocket } from "./ws_client.ts";
+export {
+  closePayload,
+  encodeClientFrame,
+  Opcode,
+  parseClose,
+  parseServerFrame,
+} from "./ws_frame.ts";
+export { encodeFrame, type Frame, streamFrameHeader } from "./frame.ts";
+export { decodeMessage } from "./frame_decode.ts";
+export { streamId } from "./stream_ids.ts";
+export { usesRecords } from "./subprotocol.ts";
 export { QMuxConnectError, TransportCode } from "./errors.ts";
-export type { TransportParams } from "./params.ts";
 export { DEFAULT_PARAMS, QMuxSession, type QMuxSessionOptions } from "./session.ts";
 export {
   parseSubprotocol,
@@ -20,3 +32,8 @@ export {
   subprotocolOffer,
   type WireFormat,
 } from "./subprotocol.ts";
+export type { ControlFrame } from "./frame.ts";
+export type { OpenWebSocketOptions } from "./ws_client.ts";
+export type { WsFrame } from "./ws_frame.ts";
+export type { Negotiated } from "./subprotocol.ts";
+export type { StreamKind } from "./stream_ids.ts";

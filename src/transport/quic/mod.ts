@@ -12,3 +12,4 @@ export {
   QuicConnectError,
 } from "./dial.ts";
 export { listenQuic, type ListenQuicOptions, type QuicSessionListener } from "./listen.ts";
+export { fromDenoQuicError, peerStreamErrorCode } from "./quic_errors.ts";

@@ -1,5 +1,5 @@
 import { concatBytes, decodeVarint, encodeVarint } from "../../wire/mod.ts";
-import { H3Code, H3ConnectionError } from "../h3/errors.ts";
+import { H3Code, H3ConnectionError } from "../h3/mod.ts";
 
 /** Capsule types (RFC 9297, draft-ietf-webtrans-http3). */
 export const CapsuleType = {

@@ -1,14 +1,14 @@
 import type { Session } from "../session.ts";
-import { H3Code, H3ConnectionError } from "../h3/errors.ts";
+import { H3Code, H3ConnectionError } from "../h3/mod.ts";
 import { WebTransportRefusedError } from "./errors.ts";
-import { encodeFrame, FrameType } from "../h3/frame.ts";
-import { H3Connection } from "../h3/connection.ts";
+import { encodeFrame, FrameType } from "../h3/mod.ts";
+import { H3Connection } from "../h3/mod.ts";
 import { systemTimers, type Timers } from "../../timers/mod.ts";
-import { headersPayload, headerValue, readHeaders } from "../h3/headers.ts";
-import type { HeaderField } from "../h3/qpack.ts";
-import { supportsWebTransport } from "../h3/settings.ts";
+import { headersPayload, headerValue, readHeaders } from "../h3/mod.ts";
+import type { HeaderField } from "../h3/mod.ts";
+import { supportsWebTransport } from "../h3/mod.ts";
 import { StreamReader } from "../../wire/mod.ts";
-import { parseStringItem, serializeStringList } from "../h3/structured_field.ts";
+import { parseStringItem, serializeStringList } from "../h3/mod.ts";
 import { WebTransportSession } from "./wt_session.ts";
 
 /** Options for {@link connectWebTransport}. */

@@ -17,8 +17,9 @@ export {
 } from "./server.ts";
 export { connectWebTransport, type ConnectWebTransportOptions } from "./client.ts";
 export { WebTransportSession } from "./wt_session.ts";
-export { H3Connection, type Timers } from "../h3/connection.ts";
-export { H3Code, H3ConnectionError } from "../h3/errors.ts";
+export { H3Connection } from "../h3/mod.ts";
+export { type Timers } from "../../timers/mod.ts";
+export { H3Code, H3ConnectionError } from "../h3/mod.ts";
 export {
   WebTransportRefusedError,
   WebTransportStreamError,

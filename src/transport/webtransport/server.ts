@@ -1,11 +1,12 @@
 import type { Session } from "../session.ts";
-import { H3ConnectionError } from "../h3/errors.ts";
-import { encodeFrame, FrameType } from "../h3/frame.ts";
-import { H3Connection, type Timers } from "../h3/connection.ts";
-import { headersPayload, headerValue, isWellFormed, readHeaders } from "../h3/headers.ts";
-import { type HeaderField, HeaderTooLargeError } from "../h3/qpack.ts";
+import { H3ConnectionError } from "../h3/mod.ts";
+import { encodeFrame, FrameType } from "../h3/mod.ts";
+import { H3Connection } from "../h3/mod.ts";
+import type { Timers } from "../../timers/mod.ts";
+import { headersPayload, headerValue, isWellFormed, readHeaders } from "../h3/mod.ts";
+import { type HeaderField, HeaderTooLargeError } from "../h3/mod.ts";
 import type { StreamReader } from "../../wire/mod.ts";
-import { parseStringList, serializeString } from "../h3/structured_field.ts";
+import { parseStringList, serializeString } from "../h3/mod.ts";
 import { WebTransportSession } from "./wt_session.ts";
 
 /** What the application sees before deciding to accept a WebTransport session. */

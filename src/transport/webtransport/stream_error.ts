@@ -1,4 +1,4 @@
-import { fromDenoQuicError, peerStreamErrorCode } from "../quic/quic_errors.ts";
+import { fromDenoQuicError, peerStreamErrorCode } from "../quic/mod.ts";
 import { WebTransportStreamError, wtErrorFromHttp3 } from "./errors.ts";
 
 /**

@@ -10,10 +10,10 @@ import { DropOldestQueue, encodeVarint, type StreamReader } from "../../wire/mod
 import { recvStream } from "./recv_stream.ts";
 import { type Capsule, CapsuleParser, encodeCloseCapsule } from "./capsule.ts";
 import { SessionClosedError } from "../errors.ts";
-import { H3Code, H3ConnectionError } from "../h3/errors.ts";
+import { H3Code, H3ConnectionError } from "../h3/mod.ts";
 import { fromWebTransportStreamError } from "./stream_error.ts";
-import type { H3Session, SessionHost } from "../h3/session_host.ts";
-import { encodeFrame, FrameType, HTTP2_RESERVED_FRAME_TYPES, wtStreamHeader } from "../h3/frame.ts";
+import type { H3Session, SessionHost } from "../h3/mod.ts";
+import { encodeFrame, FrameType, HTTP2_RESERVED_FRAME_TYPES, wtStreamHeader } from "../h3/mod.ts";
 
 const MAX_BUFFERED_DATAGRAMS = 256;
 

@@ -1,18 +1,12 @@
 import { errorText } from "../../../error_text/mod.ts";
 import type { TrackPatterns } from "../../../path/mod.ts";
 import type { Grant } from "../../../auth/mod.ts";
-import {
-  bindSamePort,
-  type OriginPolicy,
-  problemResponse,
-  qmuxUpgrade,
-  startHttpServer,
-  webTransportAdmission,
-} from "../../../http/mod.ts";
+import { type OriginPolicy, problemResponse, startHttpServer } from "../../../http/mod.ts";
+import { bindSamePort, qmuxUpgrade, webTransportAdmission } from "../../../serving/mod.ts";
 import { type Logger, rateLimitedLog } from "../../../log/mod.ts";
 import { startMemoryTrimmer } from "../../../heap/mod.ts";
 import { accept, DeliveryTurns, MoqError, type MoqSession, VERSIONS } from "../../../moq/mod.ts";
-import { listen } from "../../../transport/listener.ts";
+import { listen } from "../../../transport/mod.ts";
 import {
   type AdmitWebTransport,
   isWebSocketUpgrade,

@@ -1,5 +1,5 @@
-import type { Listener } from "../mod.ts";
-import type { RunningServer } from "../../http/server.ts";
+import type { Listener } from "../transport/mod.ts";
+import type { RunningServer } from "../http/mod.ts";
 
 /**
  * Binds a UDP listener and then a TCP server on the same port number (MoQ

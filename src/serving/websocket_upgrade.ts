@@ -1,14 +1,14 @@
-import type { Session } from "../mod.ts";
+import type { Session } from "../transport/mod.ts";
 import {
   acceptQMux,
   type AcceptQMuxOptions,
   isWebSocketUpgrade,
   parseSubprotocol,
   selectSubprotocol,
-} from "../qmux/mod.ts";
-import type { AdmitWebTransport, WebTransportRequest } from "../webtransport/mod.ts";
-import { formatAddr } from "../address.ts";
-import { problemResponse } from "../../http/problem.ts";
+} from "../transport/mod.ts";
+import type { AdmitWebTransport, WebTransportRequest } from "../transport/mod.ts";
+import { formatAddr } from "../transport/mod.ts";
+import { problemResponse } from "../http/mod.ts";
 
 /**
  * The largest WebSocket message Deno receives, bytes. Deno buffers a whole

@@ -1,6 +1,6 @@
-import { AuthError } from "../../auth/mod.ts";
-import { type Admission, chooseProtocol, type WebTransportRequest } from "../webtransport/mod.ts";
-import { originAllowed, type OriginPolicy } from "../../http/cors.ts";
+import { AuthError } from "../auth/mod.ts";
+import { type Admission, chooseProtocol, type WebTransportRequest } from "../transport/mod.ts";
+import { originAllowed, type OriginPolicy } from "../http/mod.ts";
 
 /** Options of {@link webTransportAdmission}. */
 export interface WebTransportAdmissionOptions {

@@ -1,0 +1,11 @@
+/**
+ * Routing and fan-out: the table of announced broadcasts and the route
+ * elected for each, one distributor per track that subscribes upstream,
+ * repairs gaps and fans groups out, and FETCH forwarded along the route.
+ *
+ * @module
+ */
+
+export { RelayCore, SubscribeError } from "./relay_core.ts";
+export { type Announcement, type RouteChange, RouteTable } from "./route_table.ts";
+export { type UpstreamTrack } from "./distributor.ts";
