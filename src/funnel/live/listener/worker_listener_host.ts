@@ -1,4 +1,3 @@
-import { AuthError } from "../../../auth/mod.ts";
 import type { TrackPatterns } from "../../../path/mod.ts";
 import type { OriginPolicy } from "../../../http/mod.ts";
 import type { LedgerEntry, TrackPath } from "../../../ledger/mod.ts";
@@ -6,17 +5,11 @@ import type { Logger } from "../../../log/mod.ts";
 import type { RecordSink } from "../../sink.ts";
 import type { CredentialCheck } from "./credential_check.ts";
 import type { LiveListener } from "./inline_listener.ts";
-import {
-  type FromListener,
-  type RecordItem,
-  type ToListener,
-  type WireTrack,
-  WORKER_TRACK_CACHE,
-} from "./worker_messages.ts";
+import { type FromListener, type ToListener, WORKER_TRACK_CACHE } from "./worker_messages.ts";
 import type { EntryFetch } from "../publisher.ts";
-import { errorText } from "../../../error_text/mod.ts";
-
-const NEVER = new AbortController().signal;
+import { withDeadline } from "../../../timers/mod.ts";
+import { RecordBatches } from "./record_batches.ts";
+import { answerCredential, answerFetch } from "./worker_requests.ts";
 
 /** Options of {@linkcode startWorkerListener}. */
 export interface WorkerListenerOptions {
@@ -67,145 +60,178 @@ const STOP_GRACE_MS = 5000;
  * await listener.stop();
  * ```
  */
-export function startWorkerListener(options: WorkerListenerOptions): Promise<WorkerListener> {
-  const { log, verifier } = options;
-  const worker = new Worker(new URL("./worker_main.ts", import.meta.url), { type: "module" });
-  const send = (message: ToListener): void => worker.postMessage(message);
-  let sessions = 0;
-  let addr: Deno.NetAddr | undefined;
-  let dead = false;
-  let queued: RecordItem[] = [];
-  let flushing = false;
+export async function startWorkerListener(
+  options: WorkerListenerOptions,
+): Promise<WorkerListener> {
+  const host = new WorkerListenerHost(options);
+  try {
+    await host.started;
+  } catch (error) {
+    host.terminate();
+    throw error;
+  }
+  return host;
+}
+
+/** The main thread's side of the worker: what it is sent, and what it asks for. */
+class WorkerListenerHost implements WorkerListener {
+  /** Settles once the worker listens, or failed to. */
+  readonly started: Promise<void>;
+  readonly #options: WorkerListenerOptions;
+  readonly #worker: Worker;
+  #sessions = 0;
+  #addr: Deno.NetAddr | undefined;
+  #dead = false;
+  readonly #batches = new RecordBatches();
+  #flushing = false;
   // Without subscribers, one records message in flight at a time: commits
   // gather while the worker applies the last batch, which keeps the HTTP path
   // cheap. With subscribers, every microtask checkpoint sends what it has, so
   // the worker never receives a burst it would have to skip its subscribers over.
-  let inFlight = false;
-  const counts = new Map<number, (count: number | undefined) => void>();
-  let nextCount = 0;
-  let stopped: (() => void) | undefined;
-  let started!: { resolve: () => void; reject: (error: Error) => void };
-  const starting = new Promise<void>((resolve, reject) => (started = { resolve, reject }));
+  #inFlight = false;
+  readonly #counts = new Map<number, (count: number | undefined) => void>();
+  #nextCount = 0;
+  #stopped: (() => void) | undefined;
+  #stopping: Promise<void> | undefined;
+  #started!: { resolve: () => void; reject: (error: Error) => void };
 
-  const checkCredential = async (id: number, token: string | undefined): Promise<void> => {
-    try {
-      const grant = await verifier!.verify(token);
-      send({
-        type: "verified",
-        id,
-        grant: {
-          scopes: grant.scopes,
-          expiresAt: grant.expiresAt,
-          sub: grant.sub,
-          keyPrefix: grant.keyPrefix,
-        },
-      });
-    } catch (error) {
-      if (!(error instanceof AuthError)) {
-        log.error("Checking a subscriber credential failed", error);
-      }
-      const refusal = error instanceof AuthError
-        ? { code: error.code, message: error.message }
-        : { code: "malformed" as const, message: "The credential could not be checked" };
-      send({ type: "verified", id, refusal });
+  constructor(options: WorkerListenerOptions) {
+    this.#options = options;
+    this.started = new Promise<void>((resolve, reject) => (this.#started = { resolve, reject }));
+    this.#worker = new Worker(new URL("./worker_main.ts", import.meta.url), { type: "module" });
+    this.#worker.onmessage = (event: MessageEvent<FromListener>) => this.#received(event.data);
+    // A fault inside the worker ends the listener only, never the funnel.
+    this.#worker.onerror = (event) => {
+      event.preventDefault();
+      this.#died(event.message);
+    };
+    this.#send(startMessage(options));
+  }
+
+  get addr(): Deno.NetAddr {
+    return this.#addr!;
+  }
+
+  get sessions(): number {
+    return this.#sessions;
+  }
+
+  trackCreated(path: TrackPath, newest: LedgerEntry | undefined): void {
+    this.#enqueue(path, true, newest ? [newest] : []);
+  }
+
+  committed(path: TrackPath, entries: readonly LedgerEntry[]): void {
+    this.#enqueue(path, false, entries);
+  }
+
+  subscribers(broadcast: string, track: string): Promise<number | undefined> {
+    if (this.#dead) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      const id = this.#nextCount++;
+      this.#counts.set(id, resolve);
+      this.#send({ type: "subscribers", id, broadcast, track });
+    });
+  }
+
+  stop(): Promise<void> {
+    return this.#stopping ??= this.#stop();
+  }
+
+  /** Ends the worker at once. */
+  terminate(): void {
+    this.#dead = true;
+    this.#worker.terminate();
+  }
+
+  async #stop(): Promise<void> {
+    if (!this.#dead) {
+      this.#inFlight = false; // messages stay ordered: the worker applies these before stopping
+      this.#flush();
+      const done = new Promise<void>((resolve) => (this.#stopped = resolve));
+      this.#send({ type: "stop" });
+      await withDeadline(done, STOP_GRACE_MS, () => new Error("stop grace")).catch(() => {});
     }
-  };
+    this.terminate();
+  }
 
-  // FETCHes the worker cannot answer from its recent groups are read here, where the ledger is.
-  const fetchFor = async (id: number, track: WireTrack, seq: number): Promise<void> => {
-    let answer: ToListener & { type: "entry" };
-    try {
-      const path = { broadcast: track.broadcast, track: track.track };
-      const entry = await options.fetchEntry?.(path, seq, NEVER);
-      answer = entry ? { type: "entry", id, entry } : { type: "entry", id };
-    } catch (error) {
-      answer = { type: "entry", id, failed: errorText(error) };
-    }
-    if (!dead) send(answer);
-  };
+  #send(message: ToListener): void {
+    this.#worker.postMessage(message);
+  }
 
-  worker.onmessage = (event: MessageEvent<FromListener>) => {
-    const message = event.data;
+  #answer(answer: Promise<ToListener>): void {
+    void answer.then((message) => {
+      if (!this.#dead) this.#send(message);
+    });
+  }
+
+  #received(message: FromListener): void {
     switch (message.type) {
       case "listening":
-        addr = { transport: "udp", hostname: message.hostname, port: message.port };
-        started.resolve();
+        this.#addr = { transport: "udp", hostname: message.hostname, port: message.port };
+        this.#started.resolve();
         return;
       case "failed":
-        started.reject(new Error(message.message));
+        this.#started.reject(new Error(message.message));
         return;
       case "verify":
-        void checkCredential(message.id, message.token);
+        this.#answer(
+          answerCredential(this.#options.verifier!, this.#options.log, message.id, message.token),
+        );
         return;
       case "log":
-        if (message.level === "error") log.error(message.message);
-        else log[message.level](message.message);
+        if (message.level === "error") this.#options.log.error(message.message);
+        else this.#options.log[message.level](message.message);
         return;
       case "subscribers":
-        counts.get(message.id)?.(message.count);
-        counts.delete(message.id);
+        this.#counts.get(message.id)?.(message.count);
+        this.#counts.delete(message.id);
         return;
       case "fetch":
-        void fetchFor(message.id, message.track, message.seq);
+        this.#answer(answerFetch(this.#options.fetchEntry, message.id, message.track, message.seq));
         return;
       case "sessions":
-        sessions = message.count;
+        this.#sessions = message.count;
         return;
       case "applied":
-        inFlight = false;
-        if (queued.length > 0) flush();
+        this.#inFlight = false;
+        if (!this.#batches.empty) this.#flush();
         return;
       case "stopped":
-        stopped?.();
+        this.#stopped?.();
         return;
     }
-  };
-  // A fault inside the worker ends the listener only, never the funnel.
-  worker.onerror = (event) => {
-    event.preventDefault();
-    dead = true;
-    sessions = 0;
-    log.error(`The MoQ listener stopped after an internal fault: ${event.message}`);
-    started.reject(new Error(event.message));
-    stopped?.();
-    for (const answer of counts.values()) answer(undefined);
-    counts.clear();
-  };
+  }
 
-  const flush = (): void => {
-    flushing = false;
-    if (dead || (inFlight && sessions === 0) || queued.length === 0) return;
-    const items = queued;
-    queued = [];
-    lastPath = undefined;
-    lastEntries = undefined;
-    inFlight = true;
-    send({ type: "records", items });
-  };
-  // Consecutive commits of one track travel as one item: its path is copied once per batch.
-  let lastPath: TrackPath | undefined;
-  let lastEntries: LedgerEntry[] | undefined;
-  const enqueue = (path: TrackPath, created: boolean, entries: readonly LedgerEntry[]): void => {
-    if (dead) return;
-    if (!created && path === lastPath && lastEntries && queued.length > 0) {
-      for (const entry of entries) lastEntries.push(entry);
-    } else {
-      const copy = [...entries];
-      queued.push({
-        track: { broadcast: path.broadcast, track: path.track },
-        created,
-        entries: copy,
-      });
-      lastPath = created ? undefined : path;
-      lastEntries = created ? undefined : copy;
-    }
-    if (!flushing && (!inFlight || sessions > 0)) {
-      flushing = true;
-      queueMicrotask(flush);
-    }
-  };
+  #died(reason: string): void {
+    this.#dead = true;
+    this.#sessions = 0;
+    this.#options.log.error(`The MoQ listener stopped after an internal fault: ${reason}`);
+    this.#started.reject(new Error(reason));
+    this.#stopped?.();
+    for (const answer of this.#counts.values()) answer(undefined);
+    this.#counts.clear();
+  }
 
-  send({
+  #enqueue(path: TrackPath, created: boolean, entries: readonly LedgerEntry[]): void {
+    if (this.#dead) return;
+    this.#batches.add(path, created, entries);
+    if (!this.#flushing && (!this.#inFlight || this.#sessions > 0)) {
+      this.#flushing = true;
+      queueMicrotask(() => this.#flush());
+    }
+  }
+
+  #flush(): void {
+    this.#flushing = false;
+    if (this.#dead || (this.#inFlight && this.#sessions === 0) || this.#batches.empty) return;
+    this.#inFlight = true;
+    this.#send({ type: "records", items: this.#batches.take() });
+  }
+}
+
+/** The worker's first message: where to listen and how to serve. */
+function startMessage(options: WorkerListenerOptions): ToListener {
+  return {
     type: "start",
     hostname: options.hostname,
     port: options.port,
@@ -213,55 +239,9 @@ export function startWorkerListener(options: WorkerListenerOptions): Promise<Wor
     keyPem: options.keyPem,
     corsAny: options.cors.any,
     corsOrigins: options.cors.any ? [] : [...options.cors.origins],
-    checkCredentials: verifier !== undefined,
+    checkCredentials: options.verifier !== undefined,
     maxGroupQueue: options.maxGroupQueue ?? WORKER_TRACK_CACHE,
     datagramTracks: options.datagramTracks?.toString() ?? "",
     fetchFromLedger: options.fetchEntry !== undefined,
-  });
-
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> =>
-    stopping ??= (async () => {
-      if (!dead) {
-        inFlight = false; // messages stay ordered: the worker applies these before stopping
-        flush();
-        const done = new Promise<void>((resolve) => (stopped = resolve));
-        send({ type: "stop" });
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        await Promise.race([
-          done,
-          new Promise<void>((resolve) => (timer = setTimeout(resolve, STOP_GRACE_MS))),
-        ]);
-        clearTimeout(timer);
-      }
-      dead = true;
-      worker.terminate();
-    })();
-
-  return starting.then(
-    (): WorkerListener => ({
-      get addr() {
-        return addr!;
-      },
-      get sessions() {
-        return sessions;
-      },
-      trackCreated: (path: TrackPath, newest: LedgerEntry | undefined) =>
-        enqueue(path, true, newest ? [newest] : []),
-      committed: (path: TrackPath, entries: readonly LedgerEntry[]) =>
-        enqueue(path, false, entries),
-      subscribers: (broadcast: string, track: string) =>
-        dead ? Promise.resolve(undefined) : new Promise((resolve) => {
-          const id = nextCount++;
-          counts.set(id, resolve);
-          send({ type: "subscribers", id, broadcast, track });
-        }),
-      stop,
-    }),
-    (error) => {
-      dead = true;
-      worker.terminate();
-      throw error;
-    },
-  );
+  };
 }
