@@ -35,17 +35,18 @@ export {
   type SubscribeOptions,
   Subscription,
 } from "./session/mod.ts";
-export { CachedGroup, type GroupFrames } from "./cached_group.ts";
 export {
+  CachedGroup,
   type FetchedGroup,
   type GroupFetcher,
+  type GroupFrames,
   MAX_BURST_GROUPS,
   TrackCursor,
   type TrackObserver,
   TrackProducer,
   type TrackProducerOptions,
   type WriteGroupOptions,
-} from "./track.ts";
+} from "./track/mod.ts";
 export {
   type AnnounceEvent,
   type AnnounceListener,

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { CachedGroup } from "../../src/moq/cached_group.ts";
+import { CachedGroup } from "../../src/moq/track/cached_group.ts";
 import { encodeGroupStreamHeader } from "../../src/moq/codec/messages.ts";
 import { concatBytes } from "../../src/wire/mod.ts";
 

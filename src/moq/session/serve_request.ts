@@ -7,7 +7,7 @@ import {
 } from "../codec/mod.ts";
 import { normalizePath } from "../../path/mod.ts";
 import type { Sender } from "../sender.ts";
-import { TrackProducer } from "../track.ts";
+import { TrackProducer } from "../track/mod.ts";
 import type { StreamReader } from "../../wire/mod.ts";
 import { errorText } from "../../error_text/mod.ts";
 import type { SessionCore } from "./core.ts";

@@ -10,8 +10,7 @@ import {
 } from "../codec/mod.ts";
 import { normalizePath } from "../../path/mod.ts";
 import type { Sender } from "../sender.ts";
-import type { CachedGroup } from "../cached_group.ts";
-import { TrackProducer } from "../track.ts";
+import { type CachedGroup, TrackProducer } from "../track/mod.ts";
 import { errorText } from "../../error_text/mod.ts";
 import type { SessionCore } from "./core.ts";
 import { DeliveryGaps } from "./delivery_gaps.ts";

@@ -1,5 +1,5 @@
 /** The public shapes of a moq-lite session's options, requests and received groups. */
-import type { TrackProducer } from "../track.ts";
+import type { TrackProducer } from "../track/mod.ts";
 import type { DeliveryTurns } from "./delivery_turns.ts";
 import type { Announcer } from "../announcer.ts";
 import type { MoqSession } from "./moq_session.ts";

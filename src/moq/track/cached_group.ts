@@ -1,4 +1,4 @@
-import { encodeFrames, encodeGroupStreamHeader, type Version } from "./codec/mod.ts";
+import { encodeFrames, encodeGroupStreamHeader, type Version } from "../codec/mod.ts";
 
 /** A group's frames, or a function that makes them the first time they are read. */
 export type GroupFrames =

@@ -1,0 +1,270 @@
+import { MAX_TIMESTAMP, type TrackInfo } from "../codec/mod.ts";
+import { SequenceWindow } from "../sequence_window.ts";
+import { CachedGroup, type GroupFrames } from "./cached_group.ts";
+import { GroupRing } from "./group_ring.ts";
+import { BelowStartLog } from "./below_start_log.ts";
+import { ChangeNotifier } from "./change_notifier.ts";
+import { type CursorSource, TrackCursor, type TrackObserver } from "./track_cursor.ts";
+
+/** Options for {@linkcode TrackProducer}. */
+export interface TrackProducerOptions {
+  /** How many recent groups to keep for new subscribers and FETCH (default 32). */
+  readonly cache?: number;
+  /** Publisher priority 0..255 (default 0). */
+  readonly priority?: number;
+  /** Whether groups should be delivered in order (default false). */
+  readonly ordered?: boolean;
+  /** Retention of non-latest groups in ms, advertised in TRACK_INFO (default 5000). */
+  readonly maxLatency?: number;
+  /** Timestamp units per second (default 1000). */
+  readonly timescale?: number;
+  /** Clock for default group timestamps and {@linkcode CachedGroup.writtenAt}, in ms (default Date.now). */
+  readonly clock?: () => number;
+  /** Told of what the track's cursors do (deliveries, skips, subscribers coming and going). */
+  readonly observer?: TrackObserver;
+  /**
+   * Where {@linkcode TrackProducer.fetch} finds a group the cache no longer
+   * (or never) held: the funnel's ledger, a relay's upstream session.
+   */
+  readonly fetchMissing?: GroupFetcher;
+  /**
+   * Deliver groups that arrive together as a burst (default 0: off). Waiting
+   * cursors are woken once the event-loop turn of a write is over, so they
+   * take every group written in that turn at once (a QUIC connection then
+   * packs them into far fewer packets), and a group younger than this many
+   * ms is neither dropped from the cache for its size nor skipped by a
+   * cursor for its queue bound (at most {@linkcode MAX_BURST_GROUPS} more
+   * are kept). A relay, whose groups arrive one by one from its upstream,
+   * sets it.
+   */
+  readonly burstMs?: number;
+}
+
+/** A group read from elsewhere than the producer's cache. */
+export interface FetchedGroup {
+  /** The group's frames. */
+  readonly frames: Uint8Array | readonly Uint8Array[];
+  /** Its timestamp in the track timescale (exact as a bigint). */
+  readonly timestamp: number | bigint;
+}
+
+/**
+ * Reads group `sequence` from elsewhere; undefined when it is not there.
+ * `signal` aborts when the requester went away.
+ */
+export type GroupFetcher = (
+  sequence: number,
+  signal: AbortSignal,
+) => Promise<FetchedGroup | undefined>;
+
+/** Options for {@linkcode TrackProducer.writeGroup}. */
+export interface WriteGroupOptions {
+  /**
+   * The group's timestamp in the track timescale (default: clock converted
+   * to the timescale); a bigint keeps it exact above 2^53. At most
+   * 2^61 - 1 (the first frame's zigzag delta must fit a varint).
+   */
+  readonly timestamp?: number | bigint;
+}
+
+/**
+ * The source of one track: the application writes groups with explicit
+ * sequences, and every session serving the track reads them through its own
+ * cursor. Writing never waits for subscribers; slow ones skip ahead.
+ *
+ * Groups may be written out of sequence order: a relay receives each group on
+ * its own stream, so a retransmitted group can arrive after newer ones. A late
+ * group is taken (once: a sequence already seen is refused) and reaches every
+ * cursor that has not skipped past it; new subscribers get the cached groups
+ * in sequence order. A cursor that falls behind skips by sequence, never by
+ * arrival (see {@linkcode TrackCursor}), so a late group cannot throw it back.
+ *
+ * @example
+ * ```ts
+ * const track = new TrackProducer();
+ * track.writeGroup(1, new TextEncoder().encode("hello"));
+ * ```
+ */
+export class TrackProducer {
+  /** The properties advertised to subscribers (TRACK_INFO / SUBSCRIBE_OK). */
+  readonly info: TrackInfo;
+  readonly #clock: () => number;
+  readonly #observer: TrackObserver | undefined;
+  readonly #fetchMissing: GroupFetcher | undefined;
+  readonly #ring: GroupRing;
+  readonly #belowStart = new BelowStartLog();
+  readonly #changes: ChangeNotifier;
+  readonly #source: CursorSource;
+  readonly #seen = new SequenceWindow();
+  #closed = false;
+  #cursors = 0;
+  #stale = 0;
+  #late = 0;
+
+  /** Makes an empty, open track. */
+  constructor(options: TrackProducerOptions = {}) {
+    this.info = trackInfo(options);
+    this.#clock = options.clock ?? Date.now;
+    this.#observer = options.observer;
+    this.#fetchMissing = options.fetchMissing;
+    const burstMs = Math.max(0, options.burstMs ?? 0);
+    this.#ring = new GroupRing(options.cache ?? 32, burstMs, this.#clock);
+    this.#changes = new ChangeNotifier(burstMs > 0);
+    this.#source = {
+      ring: this.#ring,
+      belowStart: this.#belowStart,
+      changes: this.#changes,
+      observer: this.#observer,
+      closed: () => this.#closed,
+    };
+  }
+
+  /** Sequence of the highest group written, or undefined before the first. */
+  get latest(): number | undefined {
+    const highest = this.#seen.highest;
+    return highest < 0 ? undefined : highest;
+  }
+
+  /** True after {@linkcode close}. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Number of live subscriber cursors (sessions currently serving this track). */
+  get subscribers(): number {
+    return this.#cursors;
+  }
+
+  /** Groups held now for new subscribers and FETCH. */
+  get cached(): number {
+    return this.#ring.length;
+  }
+
+  /** Writes refused because their sequence was already written (or is too old to tell). */
+  get staleWrites(): number {
+    return this.#stale;
+  }
+
+  /** Groups taken although a higher sequence was written before them. */
+  get lateWrites(): number {
+    return this.#late;
+  }
+
+  /**
+   * Adds a group. A sequence already written is refused (returns false), so
+   * a duplicate never reaches subscribers twice; so is one more than 4096
+   * below the highest, which is too old to tell. A sequence below the
+   * highest is a late group: it is taken and reaches every cursor that has
+   * not skipped past it. Frames given as a function are made when a
+   * subscriber first reads the group, so groups nobody reads cost no encoding.
+   */
+  writeGroup(
+    sequence: number,
+    frames: GroupFrames,
+    options: WriteGroupOptions = {},
+  ): boolean {
+    if (this.#closed) throw new TypeError("Cannot write a group: the track is closed");
+    if (!Number.isSafeInteger(sequence) || sequence < 0) {
+      throw new RangeError(`Cannot write group "${sequence}": not a non-negative safe integer`);
+    }
+    // Checked before anything changes, so a refused write leaves its sequence free.
+    const given = options.timestamp === undefined ? undefined : checkedTimestamp(options.timestamp);
+    const late = sequence < this.#seen.highest;
+    if (!this.#seen.add(sequence)) {
+      this.#stale++;
+      return false;
+    }
+    if (late) this.#late++;
+    const now = this.#clock();
+    const timestamp = given ?? BigInt(Math.max(0, Math.round(now * this.info.timescale / 1000)));
+    this.#belowStart.wrote(this.#ring.append(sequence, frames, timestamp, now));
+    this.#changes.written();
+    return true;
+  }
+
+  /** True when group `sequence` was written, or is too far below the highest to tell. */
+  has(sequence: number): boolean {
+    return this.#seen.check(sequence) !== "new";
+  }
+
+  /** A cached group by sequence (for FETCH), if still held. */
+  group(sequence: number): CachedGroup | undefined {
+    return this.#ring.find(sequence);
+  }
+
+  /**
+   * The group a FETCH asks for: from the cache, else from `fetchMissing`
+   * (when the producer has one); undefined when neither has it. A group
+   * fetched from elsewhere is not added to the cache or sent to subscribers.
+   * Rejects only if `fetchMissing` does.
+   */
+  async fetch(sequence: number, signal: AbortSignal = NEVER): Promise<CachedGroup | undefined> {
+    const cached = this.group(sequence);
+    if (cached || !this.#fetchMissing || !Number.isSafeInteger(sequence) || sequence < 0) {
+      return cached;
+    }
+    const found = await this.#fetchMissing(sequence, signal);
+    if (!found) return undefined;
+    return new CachedGroup(sequence, found.frames, checkedTimestamp(found.timestamp), -1);
+  }
+
+  /** Ends the track: subscribers finish after what they already have. Idempotent. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#changes.wake();
+  }
+
+  /**
+   * A reader of the groups from sequence `start` on: the cached ones in
+   * sequence order, then every group written later, in arrival order. With
+   * no `start` it begins at the latest group (or the first group to come).
+   * Groups below its start never reach it, even when they arrive late, and
+   * are not counted as skipped. A reader more than `queueLimit` groups behind
+   * skips ahead (see {@linkcode TrackCursor}).
+   */
+  cursor(start?: number, queueLimit = 16): TrackCursor {
+    const floor = start ?? this.latest ?? 0;
+    // With no start the floor is the latest sequence, so this holds at most that one group.
+    const backlog = this.#ring.from(floor);
+    this.#belowStart.opened(floor);
+    this.#cursors++;
+    this.#observer?.attached?.();
+    return new TrackCursor(this.#source, {
+      floor,
+      backlog,
+      index: this.#ring.written,
+      limit: Math.max(1, queueLimit),
+      release: () => {
+        if (--this.#cursors === 0) this.#belowStart.clear(this.#ring.written);
+        this.#observer?.detached?.();
+      },
+    });
+  }
+}
+
+const NEVER = new AbortController().signal;
+
+function trackInfo(options: TrackProducerOptions): TrackInfo {
+  const info = {
+    priority: options.priority ?? 0,
+    ordered: options.ordered ?? false,
+    maxLatency: options.maxLatency ?? 5000,
+    timescale: options.timescale ?? 1000,
+  };
+  if (!Number.isInteger(info.priority) || info.priority < 0 || info.priority > 255) {
+    throw new RangeError(`Cannot use priority "${info.priority}": outside 0..255`);
+  }
+  if (!(info.timescale > 0)) {
+    throw new RangeError(`Cannot use timescale "${info.timescale}": must be positive`);
+  }
+  return info;
+}
+
+function checkedTimestamp(value: number | bigint): bigint {
+  const ts = typeof value === "bigint" ? value : Number.isSafeInteger(value) ? BigInt(value) : -1n;
+  if (ts < 0n || ts > MAX_TIMESTAMP) {
+    throw new RangeError(`Cannot use timestamp "${value}": not an integer from 0 to 2^61-1`);
+  }
+  return ts;
+}
