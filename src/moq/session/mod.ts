@@ -6,7 +6,7 @@
  */
 export { accept, connect } from "./connect.ts";
 export { MoqSession } from "./moq_session.ts";
-export { MAX_DATAGRAM_BODY } from "./serve_subscribe.ts";
+export { MAX_DATAGRAM_BODY } from "./send_datagram.ts";
 export { Subscription } from "./subscription.ts";
 export { DELIVERY_TURN_MS, DeliveryTurns, type DeliveryTurnsOptions } from "./delivery_turns.ts";
 export { DeliveryGaps } from "./delivery_gaps.ts";
