@@ -1,7 +1,7 @@
 // An in-process route source for routing and fan-out unit tests: each upstream
 // subscription is a queue the test pushes groups into.
 import type { TrackCursor } from "../../src/moq/mod.ts";
-import type { IncomingGroup, UpstreamTrack } from "../../src/relay/routing/distributor.ts";
+import type { IncomingGroup, UpstreamTrack } from "../../src/relay/routing/upstream_track.ts";
 import type { RouteSource } from "../../src/relay/routing/route_table.ts";
 import { BackpressureQueue } from "../../src/wire/mod.ts";
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createRelayHandler, formatDuration } from "../../src/relay/ops/http_handler.ts";
 import { createRelayMetrics } from "../../src/relay/metrics/relay_metrics.ts";
 import { RelayCore } from "../../src/relay/routing/relay_core.ts";
-import type { UpstreamTrack } from "../../src/relay/routing/distributor.ts";
+import type { UpstreamTrack } from "../../src/relay/routing/upstream_track.ts";
 import { families } from "../support/prometheus.ts";
 import { BEYOND_SPEC_METRICS, SPEC_METRICS } from "./_spec_metrics.ts";
 

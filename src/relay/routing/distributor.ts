@@ -1,45 +1,14 @@
 import { errorText } from "../../error_text/mod.ts";
-import {
-  DeliveryGaps,
-  type GroupFetcher,
-  type TrackInfo,
-  TrackProducer,
-  type WriteGroupOptions,
-} from "../../moq/mod.ts";
+import { type GroupFetcher, type TrackInfo, TrackProducer } from "../../moq/mod.ts";
 import type { RelayMetrics } from "../metrics/mod.ts";
+import { GapRepair } from "./gap_repair.ts";
 import type { RouteSource } from "./route_table.ts";
-
-/** A complete group received from upstream. */
-export interface IncomingGroup {
-  /** The publisher's group sequence. */
-  readonly sequence: number;
-  /** The group's frames, in order. */
-  readonly frames: readonly Uint8Array[];
-  /** The group's timestamp in the track timescale, when the publisher sent one. */
-  readonly timestamp?: number;
-  /** The same timestamp, exact (a nanosecond timescale exceeds 2^53). */
-  readonly exactTimestamp?: bigint;
-}
-
-/** The relay's one upstream subscription for a track. */
-export interface UpstreamTrack {
-  /** Complete groups as they arrive; ends when the track or the publisher ends. */
-  readonly groups: AsyncIterable<IncomingGroup>;
-  /** Cancels the upstream subscription. */
-  close(): void;
-  /** Groups being received right now (fill tasks), when the source can tell. */
-  inflight?(): number;
-  /** Groups the upstream subscription's queue dropped so far because the relay fell behind. */
-  skipped?(): number;
-  /**
-   * Resolves once the publisher answered the subscription itself (not only
-   * the track's properties) or sent a group; a switch keeps the old upstream
-   * until then (make before break).
-   */
-  readonly answered?: Promise<void>;
-  /** The track's properties as the publisher gave them (TRACK_INFO), passed on downstream. */
-  readonly info?: TrackInfo | undefined;
-}
+import {
+  closeQuietly,
+  releaseWhenAnswered,
+  stamped,
+  type UpstreamTrack,
+} from "./upstream_track.ts";
 
 /** Options of a {@link TrackDistributor}. */
 export interface DistributorOptions {
@@ -93,23 +62,6 @@ interface Feed {
 }
 
 /**
- * How long a gap in what the upstream delivered may stay open before the
- * distributor fetches the missing groups, ms. Each group travels on its own
- * stream, so on a lossy link a retransmitted one lands a little after newer
- * ones; after a route change there is nothing to wait for.
- */
-export const GAP_REPAIR_WAIT_MS = 500;
-
-/** Most groups of one gap the distributor fetches; older ones in it are counted as lost. */
-const GAP_REPAIR_LIMIT = 1024;
-
-/**
- * How long an old upstream is kept after a switch while the new one has not
- * answered, ms: both feed the ring meanwhile (each sequence is taken once).
- */
-const SWITCH_OVERLAP_MS = 5000;
-
-/**
  * Groups received from upstream within one event-loop turn go to subscribers
  * as one burst, and none younger than this is lost to GROUP_CACHE_SIZE or a
  * subscriber's queue bound (see TrackProducerOptions.burstMs). Groups arrive
@@ -134,7 +86,7 @@ const GROUP_BURST_MS = 50;
  *
  * Gaps are repaired, not skipped: a sequence missing below the highest one
  * received (lost on a route change, dropped by an upstream that fell behind,
- * or late beyond {@link GAP_REPAIR_WAIT_MS}) is fetched through the route
+ * or late beyond GAP_REPAIR_WAIT_MS, see gap_repair.ts) is fetched through the route
  * (for a funnel's track that reaches its ledger) and written to the ring as
  * a late group, which every subscriber that has not skipped past it gets.
  * A gap that cannot be fetched counts once in `subscriber_skips_total`
@@ -154,9 +106,7 @@ export class TrackDistributor {
   readonly #trackLabel: { track: string };
   #feed: Feed | undefined;
   #target: RouteSource | undefined;
-  readonly #gaps: DeliveryGaps;
-  #repairTimer: ReturnType<typeof setTimeout> | undefined;
-  readonly #repairs = new AbortController();
+  readonly #repair: GapRepair;
   #subscribers = 0;
   #ended = false;
   #idle: ReturnType<typeof setTimeout> | undefined;
@@ -167,7 +117,6 @@ export class TrackDistributor {
     this.path = options.path;
     this.track = options.track;
     this.#trackLabel = { track: `/${options.path}/${options.track}` };
-    this.#gaps = new DeliveryGaps(GAP_REPAIR_WAIT_MS, options.now);
     const m = options.metrics;
     const egress = m.egressBytesTotal.bind(this.#trackLabel);
     const delivery = m.groupDeliverySeconds.bind(this.#trackLabel);
@@ -196,6 +145,14 @@ export class TrackDistributor {
           if (forward) m.subscriberSkipsTotal.inc();
         },
       },
+    });
+    this.#repair = new GapRepair({
+      producer: this.producer,
+      fetchMissing: options.fetchMissing,
+      metrics: m,
+      now: options.now,
+      label: this.#trackLabel.track,
+      log: options.log,
     });
   }
 
@@ -252,7 +209,7 @@ export class TrackDistributor {
     if (this.#ended || this.#target === source || !open) return;
     this.#target = source;
     const latest = this.producer.latest;
-    const from = this.#gaps.firstMissing ?? (latest === undefined ? undefined : latest + 1);
+    const from = this.#repair.firstMissing ?? (latest === undefined ? undefined : latest + 1);
     let upstream: UpstreamTrack;
     try {
       upstream = await open(source, from);
@@ -277,7 +234,7 @@ export class TrackDistributor {
   #begin(feed: Feed): void {
     const old = this.#feed;
     this.#feed = feed;
-    if (old) this.#release(old, feed);
+    if (old) releaseWhenAnswered(old.upstream, old.done, feed.upstream);
     if (this.#subscribers === 0) this.#arm();
     this.#read(feed).then(() => this.#fed(feed), (e) => {
       if (feed === this.#feed) {
@@ -293,18 +250,6 @@ export class TrackDistributor {
     if (feed !== this.#feed || this.#ended) return;
     if (this.#opts.onUpstreamEnd) this.#opts.onUpstreamEnd(feed.source);
     else this.#end();
-  }
-
-  // Make before break: the old upstream keeps feeding the ring until the new one answered.
-  #release(old: Feed, next: Feed): void {
-    const answered = next.upstream.answered;
-    if (old.done || answered === undefined) return closeQuietly(old.upstream);
-    const timer = setTimeout(() => closeQuietly(old.upstream), SWITCH_OVERLAP_MS);
-    const close = (): void => {
-      clearTimeout(timer);
-      closeQuietly(old.upstream);
-    };
-    answered.then(close, close);
   }
 
   async #read(feed: Feed): Promise<void> {
@@ -330,73 +275,11 @@ export class TrackDistributor {
         group.frames,
         stamped(group.exactTimestamp ?? group.timestamp),
       );
-      this.#gaps.sent(group.sequence);
-      if (feed.switched) {
-        // What the old route did not deliver will not come late from it: fetch it now.
-        feed.switched = false;
-        this.#repair(this.#gaps.expired(true));
-      }
-      this.#armRepair();
+      // After a switch, what the old route did not deliver will not come late from it.
+      this.#repair.received(group.sequence, feed.switched);
+      feed.switched = false;
     }
     countOverflows();
-  }
-
-  // Fetches the gaps that stayed open past their wait when that time comes.
-  #armRepair(): void {
-    if (this.#repairTimer !== undefined || this.#ended) return;
-    const at = this.#gaps.nextDeadline();
-    if (at === undefined) return;
-    this.#repairTimer = setTimeout(() => {
-      this.#repairTimer = undefined;
-      this.#repair(this.#gaps.expired());
-      this.#armRepair();
-    }, Math.max(1, at - this.#opts.now()));
-  }
-
-  #repair(ranges: ReadonlyArray<readonly [number, number]>): void {
-    for (const [start, end] of ranges) {
-      const first = Math.max(start, end - GAP_REPAIR_LIMIT + 1);
-      if (first > start) this.#lost(first - start, start, first - 1, "too many to fetch");
-      void this.#repairRange(first, end);
-    }
-  }
-
-  // The lowest missing group is fetched first: when the route cannot fetch it (a publisher
-  // with no FETCH, or whose sequences have holes by design), the rest is not asked for.
-  async #repairRange(start: number, end: number): Promise<void> {
-    const missing: number[] = [];
-    for (let s = start; s <= end; s++) if (!this.producer.has(s)) missing.push(s);
-    if (missing.length === 0) return;
-    const [first, ...rest] = missing;
-    const probed = await this.#repairOne(first!);
-    if (probed) await Promise.all(rest.map((s) => this.#repairOne(s)));
-    if (this.#ended) return;
-    const lost = missing.filter((s) => !this.producer.has(s)).length;
-    if (lost > 0) this.#lost(lost, start, end, "no route could fetch them");
-  }
-
-  // Fetches one group into the ring; true when the ring has it afterwards.
-  async #repairOne(sequence: number): Promise<boolean> {
-    const fetched = await this.#opts.fetchMissing?.(sequence, this.#repairs.signal)
-      .catch(() => undefined);
-    if (this.#ended || this.producer.has(sequence)) return true;
-    if (!fetched) return false;
-    try {
-      this.producer.writeGroup(sequence, fetched.frames, stamped(fetched.timestamp));
-    } catch {
-      return false; // a peer's answer the ring cannot take (a timestamp out of range)
-    }
-    this.#opts.metrics.groupRepairsTotal.inc();
-    return true;
-  }
-
-  // Groups no upstream delivered and none could fetch are lost to every subscriber, who
-  // skip forward over them: one skip per gap, whatever its length.
-  #lost(count: number, start: number, end: number, why: string): void {
-    this.#opts.metrics.subscriberSkipsTotal.inc();
-    this.#opts.log?.(
-      `relay: /${this.path}/${this.track}: ${count} group(s) in ${start}..${end} lost: ${why}`,
-    );
   }
 
   // Nobody is left to serve: release the upstream subscription after a grace period.
@@ -423,23 +306,9 @@ export class TrackDistributor {
     if (this.#ended) return;
     this.#ended = true;
     this.#disarm();
-    if (this.#repairTimer !== undefined) clearTimeout(this.#repairTimer);
-    this.#repairs.abort();
+    this.#repair.stop();
     if (this.#feed) closeQuietly(this.#feed.upstream);
     this.producer.close();
     this.#opts.onEnd?.();
-  }
-}
-
-/** The write options for an upstream timestamp: none (0 or absent) lets the ring stamp it. */
-function stamped(timestamp: number | bigint | undefined): WriteGroupOptions {
-  return timestamp === undefined || timestamp === 0 || timestamp === 0n ? {} : { timestamp };
-}
-
-function closeQuietly(upstream: UpstreamTrack): void {
-  try {
-    upstream.close();
-  } catch {
-    // Upstream already gone.
   }
 }

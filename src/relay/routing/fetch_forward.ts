@@ -1,6 +1,6 @@
 import { type FetchedGroup, type GroupFetcher, MoqError } from "../../moq/mod.ts";
 import { withDeadline } from "../../timers/mod.ts";
-import type { IncomingGroup } from "./distributor.ts";
+import type { IncomingGroup } from "./upstream_track.ts";
 
 /** Asks a broadcast's upstream session for one group of a track (a lite-05 FETCH). */
 export type UpstreamFetch = (

@@ -8,4 +8,4 @@
 
 export { RelayCore, SubscribeError } from "./relay_core.ts";
 export { type Announcement, type RouteChange, RouteTable } from "./route_table.ts";
-export { type UpstreamTrack } from "./distributor.ts";
+export { type UpstreamTrack } from "./upstream_track.ts";

@@ -1,7 +1,8 @@
 import { errorText } from "../../error_text/mod.ts";
 import { MoqError, TrackProducer } from "../../moq/mod.ts";
 import { withDeadline } from "../../timers/mod.ts";
-import { TrackDistributor, type UpstreamTrack } from "./distributor.ts";
+import { TrackDistributor } from "./distributor.ts";
+import type { UpstreamTrack } from "./upstream_track.ts";
 import { forwardFetches, upstreamFetch } from "./fetch_forward.ts";
 import type { RelayMetrics } from "../metrics/mod.ts";
 import { type RouteChange, type RouteSource, RouteTable } from "./route_table.ts";

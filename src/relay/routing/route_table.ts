@@ -1,6 +1,6 @@
 import type { TrackInfo } from "../../moq/mod.ts";
 import type { RelayMetrics } from "../metrics/mod.ts";
-import type { UpstreamTrack } from "./distributor.ts";
+import type { UpstreamTrack } from "./upstream_track.ts";
 import type { UpstreamFetch } from "./fetch_forward.ts";
 import { RateMeter } from "../metrics/mod.ts";
 import { compareRoutes, type RouteStats } from "./route_election.ts";
