@@ -7,7 +7,7 @@ import type { SessionCloseInfo } from "../../src/transport/mod.ts";
 import { DialBackoff } from "../../src/relay/mesh/dial_backoff.ts";
 import { PeerLink, type PeerSession } from "../../src/relay/mesh/peer_link.ts";
 import { createRelayMetrics } from "../../src/relay/metrics/relay_metrics.ts";
-import { SelfDialError } from "../../src/relay/sessions/relay_sessions.ts";
+import { SelfDialError } from "../../src/relay/sessions/peer_session.ts";
 import { ManualClock } from "../support/manual_clock.ts";
 
 /** A peer session the test ends by hand. */

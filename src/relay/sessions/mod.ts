@@ -7,4 +7,5 @@
  */
 
 export { admitSession, PEER_PARAMETER } from "./session_grants.ts";
-export { type PeerGoaway, RelaySessions, SelfDialError } from "./relay_sessions.ts";
+export { RelaySessions } from "./relay_sessions.ts";
+export { type PeerGoaway, SelfDialError } from "./peer_session.ts";

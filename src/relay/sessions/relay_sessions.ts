@@ -10,22 +10,25 @@ import {
   MoqError,
   type MoqSession,
   type MoqSessionOptions,
-  type ServeDecision,
 } from "../../moq/mod.ts";
 import type { Session, SessionCloseInfo } from "../../transport/mod.ts";
 import type { TrackPatterns } from "../../path/mod.ts";
-import {
-  type Admission,
-  admitSession,
-  allowed,
-  DIALED_PEER,
-  PEER_PARAMETER,
-} from "./session_grants.ts";
-import { type RelayCore, SubscribeError } from "../routing/mod.ts";
+import { type Admission, admitSession, DIALED_PEER, PEER_PARAMETER } from "./session_grants.ts";
+import type { RelayCore } from "../routing/mod.ts";
 import type { RelayMetrics } from "../metrics/mod.ts";
 import type { Announcement as RouteAnnouncement, RouteChange } from "../routing/mod.ts";
 import { leaveWhenUnused, type LiveSession, watchAnnouncements } from "./session_routes.ts";
-import { firstRtt, RTT_PING_PATH, smoothRtt, startPing } from "./session_rtt.ts";
+import { firstRtt, startPing } from "./session_rtt.ts";
+import {
+  countClosed,
+  countDatagrams,
+  estimateBitrate,
+  sampleRtt,
+  type SessionLabels,
+} from "./session_metrics.ts";
+import { relayMoqOptions } from "./session_moq_options.ts";
+import { startLease } from "./session_lease.ts";
+import { type DialedPeer, type PeerGoaway, SelfDialError } from "./peer_session.ts";
 
 /** Options of {@link RelaySessions}. */
 export interface RelaySessionsOptions {
@@ -55,35 +58,6 @@ export interface RelaySessionsOptions {
   readonly onPeerAdmitted?: (name: string) => void;
   /** Logs a line. */
   readonly log: (line: string) => void;
-}
-
-/** A GOAWAY received from a peer. */
-export interface PeerGoaway {
-  /** The session it came on. */
-  readonly moq: MoqSession;
-  /** The peer's name (its credential's `sub` or URL `peer` parameter), or its address. */
-  readonly peer: string;
-  /** True when this relay dialed the session. */
-  readonly dialed: boolean;
-  /** Where the peer says to go, or "". */
-  readonly uri: string;
-}
-
-/** A peer session this relay dialed, once the peer admitted it. */
-export interface DialedPeer {
-  /** The moq session. */
-  readonly moq: MoqSession;
-  /** Resolves when the session ended and its bookkeeping is done. */
-  readonly ended: Promise<SessionCloseInfo>;
-}
-
-/** The dialed endpoint is this relay itself (a PEERS entry or redirect naming our own address). */
-export class SelfDialError extends Error {
-  /** Makes the error. */
-  constructor(message: string) {
-    super(message);
-    this.name = "SelfDialError";
-  }
 }
 
 /**
@@ -136,82 +110,24 @@ export class RelaySessions {
     m.sessionsActive.set({}, this.#live.size);
     const now = this.#opts.now();
     for (const l of this.#live) {
-      this.#countDatagrams(l);
-      // Delivery rate since the previous scrape: a lower bound of the available bandwidth.
-      const bytes = l.moq.stats.bytesSent;
-      const dt = (now - l.lastAt) / 1000;
-      if (dt > 0) {
-        m.sessionEstimatedBitrateBps.set(
-          { remote: l.remote },
-          Math.round(((bytes - l.lastBytes) * 8) / dt),
-        );
-        l.lastBytes = bytes;
-        l.lastAt = now;
-      }
+      countDatagrams(m, l);
+      estimateBitrate(m, l, now);
     }
-  }
-
-  // Adds what the session sent as datagrams (or fell back) since the last count.
-  #countDatagrams(l: LiveSession): void {
-    const m = this.#opts.metrics;
-    const s = l.moq.stats;
-    m.datagramGroupsTotal.inc({}, s.datagramsSent - l.counted.datagrams);
-    m.datagramFallbacksTotal.inc({}, s.datagramFallbacks - l.counted.fallbacks);
-    m.datagramTailRepeatsTotal.inc({}, s.datagramTailRepeats - l.counted.repeats);
-    l.counted = {
-      datagrams: s.datagramsSent,
-      fallbacks: s.datagramFallbacks,
-      repeats: s.datagramTailRepeats,
-    };
   }
 
   /** The moq options of every relay session; `admission()` is what the session may do. */
   #moqOptions(admission: () => Admission | undefined): MoqSessionOptions {
     const o = this.#opts;
-    const m = o.metrics;
-    return {
+    return relayMoqOptions({
       announcer: this.announcer,
-      origin: o.hopId,
-      maxGroupQueue: o.cacheSize,
-      ...(this.#turns ? { deliveryTurns: this.#turns } : {}),
-      announceFilter: (path) => {
-        const a = admission();
-        return a !== undefined && allowed(a, "subscribe", path);
-      },
-      acceptAnnounce: (path) => {
-        const a = admission();
-        if (a !== undefined && allowed(a, "publish", path)) return true;
-        // An announcement the credential does not cover never becomes a route.
-        m.routeRejectionsTotal.inc({ reason: "unauthorized" });
-        return false;
-      },
-      serve: async (r): Promise<ServeDecision> => {
-        if (r.path === RTT_PING_PATH) return "not-found";
-        const a = admission();
-        if (!a || !allowed(a, "subscribe", r.path, r.track)) {
-          if (r.kind !== "fetch") m.subscribeErrorsTotal.inc({ code: "unauthorized" });
-          return "unauthorized";
-        }
-        try {
-          return await o.core.source(r.path, r.track, r.kind, r.start);
-        } catch (e) {
-          if (e instanceof SubscribeError) {
-            return e.code === "unauthorized" ? "unauthorized" : "not-found";
-          }
-          throw e;
-        }
-      },
-      // Clients only: a peer relay has no ledger behind it to repair a lost datagram.
-      ...(o.datagramTracks && !o.datagramTracks.empty
-        ? {
-          datagrams: (path: string, track: string) => {
-            const a = admission();
-            return a !== undefined && !a.peer && o.datagramTracks!.matches(path, track);
-          },
-        }
-        : {}),
+      hopId: o.hopId,
+      cacheSize: o.cacheSize,
+      turns: this.#turns,
+      core: o.core,
+      metrics: o.metrics,
+      datagramTracks: o.datagramTracks,
       log: o.log,
-    };
+    }, admission);
   }
 
   /** Handles one transport session from the listener; never throws. */
@@ -290,16 +206,40 @@ export class RelaySessions {
     return { moq, ended };
   }
 
+  /** Runs an admitted session until it ends, then does its bookkeeping. */
   async #run(
     moq: MoqSession,
     admission: Admission,
     how: { dialed: boolean; name: string; rtt?: number },
   ): Promise<SessionCloseInfo> {
     const o = this.#opts;
-    const m = o.metrics;
     const peer = admission.peer;
     const labels = { transport: moq.transport.transport, class: peer ? "peer" : "client" };
-    m.sessionsTotal.inc(labels);
+    o.metrics.sessionsTotal.inc(labels);
+    const live = this.#enter(moq, peer, how.rtt);
+    const routes = new Map<string, RouteAnnouncement>();
+    if (peer) this.#followGoaway(live, routes, how);
+    const lease = startLease(moq, admission.grant, o.now, o.log);
+    // A peer's routes are elected on arrival, so its RTT is measured before its announcements.
+    const firstPing = peer && how.rtt === undefined
+      ? firstRtt(moq, o.now).then((s) => s !== undefined && this.#sample(live, s))
+      : Promise.resolve();
+    const stopPing = this.#pingEvery(live);
+    const watching = mayPublish(admission)
+      ? firstPing.then(() => watchAnnouncements(live, routes, o.core.routes, o.log))
+      : Promise.resolve();
+    const info = await moq.closed;
+    lease.stop();
+    stopPing();
+    for (const r of routes.values()) r.end();
+    routes.clear();
+    await watching;
+    this.#leave(live, labels, info, lease.expired);
+    return info;
+  }
+
+  // A session joins the live set, with its first RTT sample when the dial measured one.
+  #enter(moq: MoqSession, peer: boolean, rtt: number | undefined): LiveSession {
     const live: LiveSession = {
       moq,
       remote: moq.remote,
@@ -307,90 +247,66 @@ export class RelaySessions {
       draining: false,
       srtt: undefined,
       lastBytes: 0,
-      lastAt: o.now(),
+      lastAt: this.#opts.now(),
       counted: { datagrams: 0, fallbacks: 0, repeats: 0 },
     };
-    if (how.rtt !== undefined) this.#sample(live, how.rtt);
+    if (rtt !== undefined) this.#sample(live, rtt);
     this.#live.add(live);
-    const routes = new Map<string, RouteAnnouncement>();
-    if (peer) {
-      moq.goaway.then((uri) => {
-        if (moq.isClosed) return;
-        o.metrics.peerGoawayReceivedTotal.inc({ redirect: uri ? "true" : "false" });
-        o.log(`relay: peer ${how.name} (${moq.remote}) sent GOAWAY${uri ? ` naming ${uri}` : ""}`);
-        leaveWhenUnused(
-          live,
-          routes,
-          o.core.routes,
-          (why) => o.log(`relay: leaving peer ${how.name}: ${why}`),
-        );
-        o.onPeerGoaway?.({ moq, peer: how.name, dialed: how.dialed, uri });
-      });
-    }
-    // The session lives no longer than its credential (spec: "the relay session
-    // ends when it does"); the publisher is expected to redial with a fresh one.
-    let expired = false;
-    const leaseMs = admission.grant ? admission.grant.expiresAt * 1000 - o.now() : Infinity;
-    const lease = Number.isFinite(leaseMs)
-      ? setTimeout(() => {
-        expired = true;
-        o.log(`relay: session ${moq.remote} ended: its credential expired`);
-        moq.close(MoqCode.Unauthorized, "credential expired");
-      }, Math.max(0, leaseMs))
-      : undefined;
-    // A peer's routes are elected on arrival, so its RTT is measured before its announcements.
-    const firstPing = peer && how.rtt === undefined
-      ? firstRtt(moq, o.now).then((s) => s !== undefined && this.#sample(live, s))
-      : Promise.resolve();
+    return live;
+  }
+
+  // A peer's GOAWAY: its routes are left once unused, and the mesh may follow its redirect.
+  #followGoaway(
+    live: LiveSession,
+    routes: Map<string, RouteAnnouncement>,
+    how: { dialed: boolean; name: string },
+  ): void {
+    const o = this.#opts;
+    const moq = live.moq;
+    moq.goaway.then((uri) => {
+      if (moq.isClosed) return;
+      o.metrics.peerGoawayReceivedTotal.inc({ redirect: uri ? "true" : "false" });
+      o.log(`relay: peer ${how.name} (${moq.remote}) sent GOAWAY${uri ? ` naming ${uri}` : ""}`);
+      leaveWhenUnused(
+        live,
+        routes,
+        o.core.routes,
+        (why) => o.log(`relay: leaving peer ${how.name}: ${why}`),
+      );
+      o.onPeerGoaway?.({ moq, peer: how.name, dialed: how.dialed, uri });
+    });
+  }
+
+  // The periodic RTT ping (at once when no sample was taken yet); returns what stops it.
+  #pingEvery(live: LiveSession): () => void {
+    const o = this.#opts;
     const every = o.rttIntervalMs ?? 10_000;
-    const stopPing = every > 0
-      ? startPing(
-        moq,
-        every,
-        live.srtt === undefined ? 0 : every,
-        o.now,
-        (x) => this.#sample(live, x),
-      )
-      : () => {};
-    // A credential that cannot publish never yields a route: skip asking that session for
-    // announcements (each open control stream holds a read buffer in the transport).
-    const mayPublish = admission.grant === undefined || peer ||
-      admission.grant.scopes.some((sc) => sc.actions.includes("publish"));
-    const watching = mayPublish
-      ? firstPing.then(() => watchAnnouncements(live, routes, o.core.routes, o.log))
-      : Promise.resolve();
-    const info = await moq.closed;
-    clearTimeout(lease);
-    stopPing();
-    for (const r of routes.values()) r.end();
-    routes.clear();
-    await watching;
+    if (every <= 0) return () => {};
+    return startPing(
+      live.moq,
+      every,
+      live.srtt === undefined ? 0 : every,
+      o.now,
+      (x) => this.#sample(live, x),
+    );
+  }
+
+  // A session ended: it leaves the live set and its counters are closed.
+  #leave(
+    live: LiveSession,
+    labels: SessionLabels,
+    info: SessionCloseInfo,
+    expired: boolean,
+  ): void {
+    const m = this.#opts.metrics;
     this.#live.delete(live);
-    this.#countDatagrams(live);
-    // A fixed set of reasons: a peer must not mint label values with its close codes.
-    const reason = expired
-      ? "expired"
-      : info.dropped
-      ? "dropped"
-      : info.code === 0
-      ? "closed"
-      : "error";
-    m.sessionsClosedTotal.inc({ ...labels, reason });
-    m.sessionBytesTotal.inc({ ...labels, direction: "sent" }, moq.stats.bytesSent);
-    m.sessionBytesTotal.inc({ ...labels, direction: "received" }, moq.stats.bytesReceived);
-    if (![...this.#live].some((l) => l.remote === live.remote)) {
-      m.sessionRttMs.remove({ remote: live.remote });
-      m.sessionRttSeconds.remove({ remote: live.remote });
-      m.sessionEstimatedBitrateBps.remove({ remote: live.remote });
-    }
-    return info;
+    countDatagrams(m, live);
+    const lastOfRemote = ![...this.#live].some((l) => l.remote === live.remote);
+    countClosed(m, live, labels, info, expired, lastOfRemote);
   }
 
   #sample(live: LiveSession, sample: number): void {
-    const m = this.#opts.metrics;
-    live.srtt = smoothRtt(live.srtt, sample);
-    m.sessionRttMs.set({ remote: live.remote }, Math.round(live.srtt * 1000) / 1000);
-    m.sessionRttSeconds.observe({ remote: live.remote }, sample / 1000);
+    sampleRtt(this.#opts.metrics, live, sample);
   }
 
   /**
@@ -430,4 +346,11 @@ export class RelaySessions {
     for (const a of this.#announced.values()) a.withdraw();
     this.#announced.clear();
   }
+}
+
+// A credential that cannot publish never yields a route: that session is not asked for
+// announcements (each open control stream holds a read buffer in the transport).
+function mayPublish(admission: Admission): boolean {
+  return admission.grant === undefined || admission.peer ||
+    admission.grant.scopes.some((sc) => sc.actions.includes("publish"));
 }
