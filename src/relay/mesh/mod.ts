@@ -5,12 +5,7 @@
  * @module
  */
 
-export {
-  type PeerCredential,
-  type PeerEntry,
-  Peers,
-  type PeerTransport,
-  peerTransport,
-  type Resolver,
-} from "./peers.ts";
-export { peerCredentials } from "./peer_credential.ts";
+export { type PeerEntry, Peers } from "./peers.ts";
+export { type PeerTransport, peerTransport } from "./peer_transport.ts";
+export { type Resolver } from "./peer_resolver.ts";
+export { type PeerCredential, peerCredentials } from "./peer_credential.ts";

@@ -1,5 +1,12 @@
 import { MAX_LIFETIME_SECONDS, type Signer } from "../../auth/mod.ts";
-import type { PeerCredential } from "./peers.ts";
+
+/** A credential for one dialed session. */
+export interface PeerCredential {
+  /** The token, sent as the URL's `jwt`. */
+  readonly token: string;
+  /** When it expires, ms since the epoch. */
+  readonly expiresAt: number;
+}
 
 /**
  * Signs this relay's peer credentials with RELAY_PEER_KEY: one `peer` scope

@@ -1,18 +1,12 @@
-import { lookup } from "node:dns/promises";
 import { errorText } from "../../error_text/mod.ts";
 import { systemTimers, type Timers } from "../../timers/mod.ts";
-import { VERSIONS } from "../../moq/mod.ts";
-import {
-  connectQMux,
-  connectQuicSession,
-  IDLE_TIMEOUT_MS,
-  keepAliveFor,
-  type Session,
-} from "../../transport/mod.ts";
 import { formatAddr, isIpLiteral } from "../../transport/mod.ts";
-import { PEER_PARAMETER } from "../sessions/mod.ts";
 import { DialBackoff } from "./dial_backoff.ts";
+import type { PeerCredential } from "./peer_credential.ts";
+import { dialPeer } from "./peer_dial.ts";
 import { PeerLink, type PeerSession } from "./peer_link.ts";
+import { type Resolver, systemResolver } from "./peer_resolver.ts";
+import type { PeerTransport } from "./peer_transport.ts";
 import type { RelayMetrics } from "../metrics/mod.ts";
 import type { RouteTable } from "../routing/mod.ts";
 import type { PeerGoaway, RelaySessions } from "../sessions/mod.ts";
@@ -25,71 +19,6 @@ export interface PeerEntry {
   readonly port: number;
   /** `moqt` (native QUIC, the default) or `wss` (QMux over WebSocket). */
   readonly scheme?: "moqt" | "wss";
-}
-
-/** A credential for one dialed session. */
-export interface PeerCredential {
-  /** The token, sent as the URL's `jwt`. */
-  readonly token: string;
-  /** When it expires, ms since the epoch. */
-  readonly expiresAt: number;
-}
-
-/**
- * Opens the transport session to a peer: the one place a peer URL becomes a
- * {@linkcode Session}. `url` is `moqt://host:port/?peer=…&jwt=…` (or the
- * scheme of a redirect), `serverName` the name its certificate must carry.
- */
-export type PeerTransport = (
-  url: URL,
-  serverName: string,
-  signal: AbortSignal,
-) => Promise<Session>;
-
-/**
- * Peers over native QUIC or WebSocket: `moqt:` and `https:` URLs are both
- * dialed on their port over QUIC with moq-lite's ALPN (a sluice relay
- * serves both on one port); `wss:` URLs over QMux on WebSocket, for peers
- * behind networks that drop UDP.
- */
-export function peerTransport(
-  caCerts: readonly string[] | undefined,
-  idleTimeoutMs: number = IDLE_TIMEOUT_MS,
-): PeerTransport {
-  return async (url, serverName, signal) => {
-    if (url.protocol === "wss:") {
-      return await connectQMux(url, {
-        protocols: VERSIONS,
-        serverName,
-        signal,
-        ...(caCerts ? { caCerts } : {}),
-      });
-    }
-    if (url.protocol !== "moqt:" && url.protocol !== "https:") {
-      throw new TypeError(`Cannot dial a peer at "${url.protocol}//": use moqt:, https: or wss:`);
-    }
-    const quicUrl = new URL(url.href.replace(/^https:/, "moqt:"));
-    if (quicUrl.port === "" && url.protocol === "https:") quicUrl.port = "443";
-    return await connectQuicSession(quicUrl, {
-      alpn: VERSIONS,
-      serverName,
-      signal,
-      // A peer that vanished without closing is noticed within this, so its routes fail over.
-      maxIdleTimeout: idleTimeoutMs,
-      keepAliveInterval: keepAliveFor(idleTimeoutMs),
-      ...(caCerts ? { caCerts } : {}),
-    });
-  };
-}
-
-/** Resolves a host name to its addresses (IP literals resolve to themselves). */
-export type Resolver = (host: string) => Promise<string[]>;
-
-/** The system resolver (hosts file and DNS, as the OS resolves); IP literals resolve to themselves. */
-export async function systemResolver(host: string): Promise<string[]> {
-  if (isIpLiteral(host)) return [host];
-  const found = await lookup(host, { all: true });
-  return [...new Set(found.map((a) => a.address))];
 }
 
 /** Options of {@linkcode Peers}. */
@@ -285,36 +214,16 @@ export class Peers {
     r.link.stop();
   }
 
-  async #dial(target: URL, serverName: string, label: string): Promise<PeerSession> {
+  #dial(target: URL, serverName: string, label: string): Promise<PeerSession> {
     const o = this.#opts;
-    const url = new URL(target.href);
-    url.searchParams.set(PEER_PARAMETER, o.name);
-    const ms = o.dialTimeoutMs ?? 10_000;
-    const timers = o.timers ?? systemTimers;
-    // One deadline for the whole dial: when it passes, the transport's connect is abandoned
-    // (the signal) or the session it opened is closed, which ends the moq handshake too.
-    const abandon = new AbortController();
-    let session: Session | undefined;
-    const timer = timers.setTimeout(() => {
-      abandon.abort(new Error(`no answer within ${ms} ms`));
-      session?.close(0, "dial timed out");
-    }, ms);
-    try {
-      let expiresAt: number | undefined;
-      if (o.credential) {
-        const credential = await o.credential();
-        url.searchParams.set("jwt", credential.token);
-        expiresAt = credential.expiresAt;
-      }
-      abandon.signal.throwIfAborted();
-      session = await o.transport(url, serverName, abandon.signal);
-      if (abandon.signal.aborted) session.close(0, "dial timed out");
-      abandon.signal.throwIfAborted();
-      const dialed = await o.sessions.dialed(session, label);
-      return { ...dialed, ...(expiresAt === undefined ? {} : { expiresAt }) };
-    } finally {
-      timers.clearTimeout(timer);
-    }
+    return dialPeer(target, serverName, label, {
+      name: o.name,
+      sessions: o.sessions,
+      transport: o.transport,
+      ...(o.credential ? { credential: o.credential } : {}),
+      ...(o.dialTimeoutMs !== undefined ? { dialTimeoutMs: o.dialTimeoutMs } : {}),
+      ...(o.timers ? { timers: o.timers } : {}),
+    });
   }
 
   /**
