@@ -129,7 +129,93 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
   const now = options.now ?? Date.now;
   const log = options.log ?? ((l: string) => console.error(l));
   const metrics = createRelayMetrics();
-  const core = new RelayCore({
+  const core = routingCore(options, metrics, now, log);
+  warnUnauthenticated(options, log);
+  const hopId = options.hopId ?? randomHopId();
+  const { sessions, peers } = sessionsAndPeers(options, { core, metrics, hopId, now, log });
+  // After a burst of sessions, freed QUIC and TLS state goes back to the system.
+  const trimmer = startMemoryTrimmer();
+  let ready = false;
+  const handler = createRelayHandler({
+    core,
+    metrics,
+    now,
+    startedAt: now(),
+    ready: () => ready,
+    pprof: options.pprof,
+  });
+  // The funnel's listener's rule: besides CORS_ALLOWED_ORIGINS, a page of the relay's
+  // own origin is admitted (the relay serves none, so in practice nothing changes).
+  const admitReady = webTransportAdmission({
+    protocols: VERSIONS,
+    origins: originPolicy(options.corsAllowedOrigins),
+    admitCredential: (url) => admitSession(url, options.verifier),
+  });
+  // A draining relay takes no new sessions: a WebTransport CONNECT and a WebSocket upgrade are
+  // both refused with 503 (a client may try another relay) rather than accepted and closed.
+  const admit: AdmitWebTransport = (req) =>
+    ready ? admitReady(req) : { status: 503, reason: "The relay is not accepting sessions" };
+  const onSession = (s: Session): void => {
+    trimmer.track(s);
+    sessions.handle(s);
+  };
+  let bound: { listener: Listener; server: RunningServer };
+  try {
+    bound = await bindRelay(options, { admit, onSession, handler, log });
+  } catch (e) {
+    trimmer.stop();
+    await sessions.stop();
+    throw e;
+  }
+  const { listener, server: http } = bound;
+  const port = listener.addr.port;
+  ready = true;
+  warnAtStart(options, trimmer.available, log);
+  peers.start();
+  let stopping: Promise<void> | undefined;
+  let draining: Promise<boolean> | undefined;
+  return {
+    addr: { hostname: options.hostname, port },
+    metrics,
+    core,
+    hopId,
+    peers,
+    drain: (timeoutMs = 10_000) =>
+      draining ??= (() => {
+        ready = false;
+        peers.finish();
+        sessions.goaway(options.goawayUri ?? "");
+        return sessions.drained(timeoutMs);
+      })(),
+    stop: () =>
+      stopping ??= (async () => {
+        ready = false;
+        peers.stop();
+        trimmer.stop();
+        await sessions.stop();
+        core.close();
+        await listener.stop();
+        await http.stop();
+      })(),
+  };
+}
+
+/** What the relay's parts share once it started. */
+interface RelayParts {
+  readonly core: RelayCore;
+  readonly metrics: RelayMetrics;
+  readonly hopId: bigint;
+  readonly now: () => number;
+  readonly log: (line: string) => void;
+}
+
+function routingCore(
+  options: RelayOptions,
+  metrics: RelayMetrics,
+  now: () => number,
+  log: (line: string) => void,
+): RelayCore {
+  return new RelayCore({
     metrics,
     cacheSize: options.groupCacheSize,
     now,
@@ -137,6 +223,10 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
     ...(options.idleMs !== undefined ? { idleMs: options.idleMs } : {}),
     ...(options.orphanMs !== undefined ? { orphanMs: options.orphanMs } : {}),
   });
+}
+
+// Auth off, or peers dialed without a credential: said once at startup.
+function warnUnauthenticated(options: RelayOptions, log: (line: string) => void): void {
   if (options.verifier === undefined) {
     log(
       "relay: WARNING: SLUICE_AUTH_KEYS is not set; every session is admitted without a " +
@@ -149,7 +239,13 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
         "(only relays with auth off admit them)",
     );
   }
-  const hopId = options.hopId ?? randomHopId();
+}
+
+// The session layer and the peers it dials, each telling the other about GOAWAY and arrivals.
+function sessionsAndPeers(
+  options: RelayOptions,
+  { core, metrics, hopId, now, log }: RelayParts,
+): { sessions: RelaySessions; peers: Peers } {
   const sessions = new RelaySessions({
     core,
     metrics,
@@ -181,32 +277,22 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
     now,
     log,
   });
-  // After a burst of sessions, freed QUIC and TLS state goes back to the system.
-  const trimmer = startMemoryTrimmer();
-  let ready = false;
-  const handler = createRelayHandler({
-    core,
-    metrics,
-    now,
-    startedAt: now(),
-    ready: () => ready,
-    pprof: options.pprof,
-  });
-  // The funnel's listener's rule: besides CORS_ALLOWED_ORIGINS, a page of the relay's
-  // own origin is admitted (the relay serves none, so in practice nothing changes).
-  const admitReady = webTransportAdmission({
-    protocols: VERSIONS,
-    origins: originPolicy(options.corsAllowedOrigins),
-    admitCredential: (url) => admitSession(url, options.verifier),
-  });
-  // A draining relay takes no new sessions: a WebTransport CONNECT and a WebSocket upgrade are
-  // both refused with 503 (a client may try another relay) rather than accepted and closed.
-  const admit: AdmitWebTransport = (req) =>
-    ready ? admitReady(req) : { status: 503, reason: "The relay is not accepting sessions" };
-  const onSession = (s: Session): void => {
-    trimmer.track(s);
-    sessions.handle(s);
-  };
+  return { sessions, peers };
+}
+
+/** How the bound listeners hand over what arrives. */
+interface RelayEntrances {
+  readonly admit: AdmitWebTransport;
+  readonly onSession: (s: Session) => void;
+  readonly handler: (req: Request) => Response | Promise<Response>;
+  readonly log: (line: string) => void;
+}
+
+// The UDP listener (QUIC, WebTransport) and the HTTPS server (endpoints, WebSocket) on one port.
+function bindRelay(
+  options: RelayOptions,
+  { admit, onSession, handler, log }: RelayEntrances,
+): Promise<{ listener: Listener; server: RunningServer }> {
   const ws = options.webSocketSetup;
   const upgrade = qmuxUpgrade({
     protocols: VERSIONS,
@@ -215,43 +301,37 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
     ...(ws?.maxSettingUp !== undefined ? { maxSettingUp: ws.maxSettingUp } : {}),
     ...(ws?.timeoutMs !== undefined ? { setupTimeoutMs: ws.timeoutMs } : {}),
   });
-  let bound: { listener: Listener; server: RunningServer };
-  try {
-    bound = await bindSamePort(
-      options.port,
-      (port) =>
-        listen({
+  return bindSamePort(
+    options.port,
+    (port) =>
+      listen({
+        hostname: options.hostname,
+        port,
+        certPem: options.tls.certPem,
+        keyPem: options.tls.keyPem,
+        protocols: VERSIONS,
+        admitWebTransport: admit,
+        onSession,
+      }),
+    (port) =>
+      startHttpServer(
+        (req, info) => isWebSocketUpgrade(req) ? upgrade(req, info) : handler(req),
+        {
           hostname: options.hostname,
           port,
-          certPem: options.tls.certPem,
-          keyPem: options.tls.keyPem,
-          protocols: VERSIONS,
-          admitWebTransport: admit,
-          onSession,
-        }),
-      (port) =>
-        startHttpServer(
-          (req, info) => isWebSocketUpgrade(req) ? upgrade(req, info) : handler(req),
-          {
-            hostname: options.hostname,
-            port,
-            tls: { cert: options.tls.certPem, key: options.tls.keyPem },
-            onError: (e: unknown) => {
-              log(`relay: HTTP handler failed: ${errorStack(e)}`);
-              return problemResponse(500, "The relay failed to answer; see its log");
-            },
+          tls: { cert: options.tls.certPem, key: options.tls.keyPem },
+          onError: (e: unknown) => {
+            log(`relay: HTTP handler failed: ${errorStack(e)}`);
+            return problemResponse(500, "The relay failed to answer; see its log");
           },
-        ),
-    );
-  } catch (e) {
-    trimmer.stop();
-    await sessions.stop();
-    throw e;
-  }
-  const { listener, server: http } = bound;
-  const port = listener.addr.port;
-  ready = true;
-  if (!trimmer.available) {
+        },
+      ),
+  );
+}
+
+// What the operator should know once the relay listens.
+function warnAtStart(options: RelayOptions, trims: boolean, log: (line: string) => void): void {
+  if (!trims) {
     log(
       "relay: memory freed after a burst of sessions stays with the process; run with --allow-ffi (glibc) to return it",
     );
@@ -261,31 +341,4 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
       "relay: RELAY_PPROF=1: /debug/pprof/* is exposed; bind RELAY_ADDR to loopback or a trusted interface only",
     );
   }
-  peers.start();
-  let stopping: Promise<void> | undefined;
-  let draining: Promise<boolean> | undefined;
-  return {
-    addr: { hostname: options.hostname, port },
-    metrics,
-    core,
-    hopId,
-    peers,
-    drain: (timeoutMs = 10_000) =>
-      draining ??= (() => {
-        ready = false;
-        peers.finish();
-        sessions.goaway(options.goawayUri ?? "");
-        return sessions.drained(timeoutMs);
-      })(),
-    stop: () =>
-      stopping ??= (async () => {
-        ready = false;
-        peers.stop();
-        trimmer.stop();
-        await sessions.stop();
-        core.close();
-        await listener.stop();
-        await http.stop();
-      })(),
-  };
 }

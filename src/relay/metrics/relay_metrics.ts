@@ -46,16 +46,37 @@ export interface RelayMetrics {
 const P = "sluice_relay_";
 const RTT_SECONDS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
+/** The three kinds of metric, named under the relay's prefix. */
+interface Makers {
+  c(name: string, help: string, labels?: string[]): Counter;
+  g(name: string, help: string, labels?: string[]): Gauge;
+  h(name: string, help: string, labels: string[], buckets: readonly number[]): Histogram;
+}
+
 /** Creates the relay's metrics in a fresh registry. */
 export function createRelayMetrics(registry: Registry = new Registry()): RelayMetrics {
-  const c = (name: string, help: string, labels: string[] = []): Counter =>
-    registry.counter({ name: P + name, help, labels });
-  const g = (name: string, help: string, labels: string[] = []): Gauge =>
-    registry.gauge({ name: P + name, help, labels });
-  const h = (name: string, help: string, labels: string[], buckets: readonly number[]): Histogram =>
-    registry.histogram({ name: P + name, help, labels, buckets });
+  const m: Makers = {
+    c: (name, help, labels = []) => registry.counter({ name: P + name, help, labels }),
+    g: (name, help, labels = []) => registry.gauge({ name: P + name, help, labels }),
+    h: (name, help, labels, buckets) =>
+      registry.histogram({ name: P + name, help, labels, buckets }),
+  };
+  // Registered, and so rendered, in this order.
   return {
     registry,
+    ...sessionMetrics(m),
+    ...trackMetrics(m),
+    ...rttMetrics(m),
+    ...peerMetrics(m),
+    ...routeMetrics(m),
+    ...deliveryMetrics(m),
+    ...datagramMetrics(m),
+  };
+}
+
+// Sessions: how many, how they ended, what they moved.
+function sessionMetrics({ c, g }: Makers) {
+  return {
     sessionsActive: g("sessions_active", "Active MoQT relay sessions."),
     sessionsTotal: c("sessions_total", "Sessions served.", ["transport", "class"]),
     sessionsClosedTotal: c("sessions_closed_total", "Ended sessions.", [
@@ -68,6 +89,12 @@ export function createRelayMetrics(registry: Registry = new Registry()): RelayMe
       "Bytes of ended sessions, added when a session ends.",
       ["transport", "class", "direction"],
     ),
+  };
+}
+
+// Subscribers, and the upstream subscriptions their tracks need.
+function trackMetrics({ c, g, h }: Makers) {
+  return {
     subscribersActive: g("subscribers_active", "Active MoQT track subscribers."),
     trackSubscriptionsActive: g(
       "track_subscriptions_active",
@@ -95,6 +122,12 @@ export function createRelayMetrics(registry: Registry = new Registry()): RelayMe
       ["path", "track"],
       DEFAULT_SECONDS_BUCKETS,
     ),
+  };
+}
+
+// Round trips and bandwidth per session or connection.
+function rttMetrics({ g, h }: Makers) {
+  return {
     sessionRttMs: g("session_rtt_ms", "Smoothed RTT per MoQT session, ms.", ["remote"]),
     sessionRttSeconds: h(
       "session_rtt_seconds",
@@ -117,6 +150,12 @@ export function createRelayMetrics(registry: Registry = new Registry()): RelayMe
       "Cumulative packet loss rate (lost/sent), native QUIC connections (not exposed by Deno 2.9, see docs).",
       ["remote"],
     ),
+  };
+}
+
+// The mesh: peers dialed, retried, and their GOAWAYs.
+function peerMetrics({ c, g }: Makers) {
+  return {
     peersConnected: g("peers_connected", "Outbound relay peer connections."),
     peerDialAttemptsTotal: c(
       "peer_dial_attempts_total",
@@ -129,6 +168,12 @@ export function createRelayMetrics(registry: Registry = new Registry()): RelayMe
       "GOAWAY messages received from upstream peers, by whether a redirect URI was supplied.",
       ["redirect"],
     ),
+  };
+}
+
+// Route election.
+function routeMetrics({ c, g }: Makers) {
+  return {
     broadcastsActive: g("broadcasts_active", "Active relay broadcast routes."),
     routeReplacementsTotal: c(
       "route_replacements_total",
@@ -147,6 +192,12 @@ export function createRelayMetrics(registry: Registry = new Registry()): RelayMe
       "route_promotions_total",
       "Retained alternates promoted to active after the incumbent's announcement ended.",
     ),
+  };
+}
+
+// Fan-out: bytes in and out, ring depth, delivery time, skips and repairs.
+function deliveryMetrics({ c, g, h }: Makers) {
+  return {
     ingressBytesTotal: c("ingress_bytes_total", "Bytes received from publishers.", ["track"]),
     egressBytesTotal: c(
       "egress_bytes_total",
@@ -182,6 +233,12 @@ export function createRelayMetrics(registry: Registry = new Registry()): RelayMe
       "Failed subscription requests, by error code.",
       ["code"],
     ),
+  };
+}
+
+// Beyond the spec: how RELAY_DATAGRAM_TRACKS delivery went, and upstream queue overflows.
+function datagramMetrics({ c }: Makers) {
+  return {
     // Beyond the spec: how RELAY_DATAGRAM_TRACKS delivery went.
     datagramGroupsTotal: c(
       "datagram_groups_total",
