@@ -99,23 +99,49 @@ export function listen(options: ListenOptions): Promise<Listener> {
     maxConcurrentBidirectionalStreams: options.maxConcurrentBidirectionalStreams ?? 100,
     maxIdleTimeout: options.maxIdleTimeout ?? 30_000,
   });
-  const h3Conns = new Set<H3Connection>();
-  const quicConns = new Set<Deno.QuicConn>();
-  const handshakes = new Set<Promise<void>>();
-  let stopped = false;
+  return Promise.resolve(new CombinedListener(endpoint, listener, options));
+}
 
-  const deliver = (session: Session): void => {
-    try {
-      options.onSession(session);
-    } catch {
-      session.close(1, "Session handler failed");
+/** The listener behind {@link listen}: accepts connections and hands out their sessions. */
+class CombinedListener implements Listener {
+  readonly addr: Deno.NetAddr;
+  readonly #endpoint: Deno.QuicEndpoint;
+  readonly #listener: Deno.QuicListener;
+  readonly #options: ListenOptions;
+  readonly #h3Conns = new Set<H3Connection>();
+  readonly #quicConns = new Set<Deno.QuicConn>();
+  readonly #handshakes = new Set<Promise<void>>();
+  readonly #acceptLoop: Promise<void>;
+  #stopped = false;
+
+  constructor(endpoint: Deno.QuicEndpoint, listener: Deno.QuicListener, options: ListenOptions) {
+    this.addr = endpoint.addr;
+    this.#endpoint = endpoint;
+    this.#listener = listener;
+    this.#options = options;
+    this.#acceptLoop = this.#accept();
+  }
+
+  async #accept(): Promise<void> {
+    for (;;) {
+      let incoming: Deno.QuicIncoming;
+      try {
+        incoming = await this.#listener.incoming();
+      } catch {
+        // The endpoint was closed: stop accepting.
+        return;
+      }
+      // #handle() settles each connection itself; a rejection here has nothing left to clean up.
+      const task = this.#handle(incoming).catch(() => {});
+      this.#handshakes.add(task);
+      task.finally(() => this.#handshakes.delete(task));
     }
-  };
+  }
 
-  const handle = async (incoming: Deno.QuicIncoming): Promise<void> => {
+  async #handle(incoming: Deno.QuicIncoming): Promise<void> {
     // Deno 2.9 panics (quinn-proto endpoint.rs unwrap) when a connection is accepted after
     // listener.stop(): one that arrives while stopping is refused, never accepted.
-    if (stopped) {
+    if (this.#stopped) {
       incoming.refuse();
       return;
     }
@@ -125,75 +151,67 @@ export function listen(options: ListenOptions): Promise<Listener> {
     } catch {
       return; // failed handshake: nothing to clean up
     }
-    if (stopped) {
+    if (this.#stopped) {
       conn.close({ closeCode: H3Code.NO_ERROR, reason: "server stopping" });
       return;
     }
-    if (conn.protocol === H3_ALPN) {
-      const h3 = serveWebTransport(conn, {
-        admit: options.admitWebTransport ?? admitAny(options.protocols),
-        onSession: deliver,
-        ...(options.webTransportSessionTimeoutMs !== undefined
-          ? { sessionTimeoutMs: options.webTransportSessionTimeoutMs }
-          : {}),
-        ...(options.maxFieldSectionSize !== undefined
-          ? { maxFieldSectionSize: options.maxFieldSectionSize }
-          : {}),
-        ...(options.timers ? { timers: options.timers } : {}),
-      });
-      h3Conns.add(h3);
-      h3.settled().finally(() => h3Conns.delete(h3));
-      return;
-    }
+    if (conn.protocol === H3_ALPN) return this.#serveH3(conn);
+    const quicConns = this.#quicConns;
     quicConns.add(conn);
     // A connection that ends with an error is gone all the same: only its end matters here.
     conn.closed.catch(() => {}).finally(() => quicConns.delete(conn));
-    deliver(quicSession(conn));
-  };
+    this.#deliver(quicSession(conn));
+  }
 
-  const acceptLoop = (async () => {
-    for (;;) {
-      let incoming: Deno.QuicIncoming;
-      try {
-        incoming = await listener.incoming();
-      } catch {
-        // The endpoint was closed: stop accepting.
-        return;
-      }
-      // handle() settles each connection itself; a rejection here has nothing left to clean up.
-      const task = handle(incoming).catch(() => {});
-      handshakes.add(task);
-      task.finally(() => handshakes.delete(task));
+  #serveH3(conn: Deno.QuicConn): void {
+    const options = this.#options;
+    const h3 = serveWebTransport(conn, {
+      admit: options.admitWebTransport ?? admitAny(options.protocols),
+      onSession: (s) => this.#deliver(s),
+      ...(options.webTransportSessionTimeoutMs !== undefined
+        ? { sessionTimeoutMs: options.webTransportSessionTimeoutMs }
+        : {}),
+      ...(options.maxFieldSectionSize !== undefined
+        ? { maxFieldSectionSize: options.maxFieldSectionSize }
+        : {}),
+      ...(options.timers ? { timers: options.timers } : {}),
+    });
+    this.#h3Conns.add(h3);
+    h3.settled().finally(() => this.#h3Conns.delete(h3));
+  }
+
+  #deliver(session: Session): void {
+    try {
+      this.#options.onSession(session);
+    } catch {
+      session.close(1, "Session handler failed");
     }
-  })();
+  }
 
-  return Promise.resolve({
-    addr: endpoint.addr,
-    async stop(): Promise<void> {
-      if (stopped) return;
-      stopped = true;
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    try {
+      this.#listener.stop();
+    } catch {
+      // already stopped
+    }
+    await Promise.allSettled([...this.#handshakes]);
+    const closing = [...this.#h3Conns].map((h3) => h3.shutdown("server stopping"));
+    for (const c of this.#quicConns) {
       try {
-        listener.stop();
-      } catch {
-        // already stopped
-      }
-      await Promise.allSettled([...handshakes]);
-      const closing = [...h3Conns].map((h3) => h3.shutdown("server stopping"));
-      for (const c of quicConns) {
-        try {
-          c.close({ closeCode: 0, reason: "server stopping" });
-        } catch {
-          // already closed
-        }
-      }
-      await Promise.allSettled(closing);
-      await Promise.allSettled([...quicConns].map((c) => c.closed));
-      try {
-        endpoint.close();
+        c.close({ closeCode: 0, reason: "server stopping" });
       } catch {
         // already closed
       }
-      await acceptLoop;
-    },
-  });
+    }
+    await Promise.allSettled(closing);
+    await Promise.allSettled([...this.#quicConns].map((c) => c.closed));
+    try {
+      this.#endpoint.close();
+    } catch {
+      // already closed
+    }
+    await this.#acceptLoop;
+  }
 }

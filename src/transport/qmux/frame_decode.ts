@@ -60,6 +60,11 @@ function decodeOne(d: Decoder): Frame | undefined {
     const data = bits & STREAM_LEN ? d.bytes(d.u53("stream length"), "stream data") : d.rest();
     return { type: "stream", id, offset, data, fin: (bits & STREAM_FIN) !== 0 };
   }
+  return decodeControl(d, type);
+}
+
+// Every frame but STREAM (the hot one, decoded first): undefined for PADDING.
+function decodeControl(d: Decoder, type: bigint): Frame | undefined {
   switch (type) {
     case BigInt(FrameType.PADDING):
       return undefined;

@@ -23,7 +23,8 @@ export { decodeMessage } from "./frame_decode.ts";
 export { streamId } from "./stream_ids.ts";
 export { usesRecords } from "./subprotocol.ts";
 export { QMuxConnectError, TransportCode } from "./errors.ts";
-export { DEFAULT_PARAMS, QMuxSession, type QMuxSessionOptions } from "./session.ts";
+export { QMuxSession } from "./session.ts";
+export { DEFAULT_PARAMS, type QMuxSessionOptions } from "./session_options.ts";
 export {
   parseSubprotocol,
   QMUX_DRAFTS,

@@ -26,52 +26,9 @@ import { encodeTransportParams, type TransportParams } from "./params.ts";
 import { applyFrame, type SessionEvents } from "./receive.ts";
 import { type MessageSocket, webSocketSocket } from "./socket.ts";
 import { parseSubprotocol, usesRecords, type WireFormat } from "./subprotocol.ts";
-
-/** Our transport parameters unless told otherwise. */
-export const DEFAULT_PARAMS: TransportParams = {
-  maxIdleTimeout: 30_000,
-  initialMaxData: 1 << 20,
-  initialMaxStreamDataBidiLocal: 256 * 1024,
-  initialMaxStreamDataBidiRemote: 256 * 1024,
-  initialMaxStreamDataUni: 256 * 1024,
-  initialMaxStreamsBidi: 100,
-  // moq-lite opens a uni stream per group, as on our QUIC listener.
-  initialMaxStreamsUni: 1000,
-  maxDatagramFrameSize: 16382,
-  maxRecordSize: 65_536,
-  resetStreamAt: false,
-};
-
-/** Options of {@linkcode QMuxSession}. */
-export interface QMuxSessionOptions {
-  /** Which end we are: "client" dialed, "server" accepted. */
-  readonly role: "client" | "server";
-  /** The negotiated Sec-WebSocket-Protocol value, e.g. "qmux-02.moq-lite-05". */
-  readonly subprotocol: string;
-  /** The URL the client dialed (path and query). */
-  readonly url?: URL;
-  /** The peer's address as host:port. */
-  readonly remote: string;
-  /** Our transport parameters, over {@linkcode DEFAULT_PARAMS}. */
-  readonly params?: Partial<TransportParams>;
-  /** Socket bytes in flight above which writes wait (default 256 KiB). */
-  readonly highWater?: number;
-  /** Wall clock in ms (tests). */
-  readonly now?: () => number;
-  /**
-   * Ends the session when the peer's first message (its transport
-   * parameters, in every QMux draft) has not arrived within this many ms
-   * (default none): a server's bound on how long an upgraded connection
-   * may stay unestablished.
-   */
-  readonly setupTimeoutMs?: number;
-  /** Timers for the setup deadline (tests). */
-  readonly timers?: Timers;
-}
-
-/** Largest message of the legacy format and of qmux-00 (its max_frame_size). */
-const LEGACY_MAX_MESSAGE = 16384 + 64;
-const QMUX00_MAX_FRAME = 16384;
+import { PingSequence } from "./ping_sequence.ts";
+import { maxMessageSize, type QMuxSessionOptions, sessionParams } from "./session_options.ts";
+import { bidiHandle, sendHandle } from "./stream_handles.ts";
 
 /** A QMux session over a WebSocket. */
 export class QMuxSession implements Session {
@@ -108,9 +65,8 @@ export class QMuxSession implements Session {
   #opened = false;
   #paramsFrame: Uint8Array | undefined;
   #pendingEnd: (() => void) | undefined;
-  #pingSeq = 0n;
-  #lastPingSeen: bigint | undefined;
   readonly #events: SessionEvents;
+  readonly #pings: PingSequence;
 
   /**
    * Runs QMux on `socket` (open, or still opening on a server before its
@@ -128,14 +84,28 @@ export class QMuxSession implements Session {
     this.closed = new Promise((resolve) => (this.#resolveClosed = resolve));
     this.established = new Promise((resolve) => (this.#resolveEstablished = resolve));
     this.#timers = options.timers ?? systemTimers;
-    const records = usesRecords(this.format);
-    const params: TransportParams = {
-      ...DEFAULT_PARAMS,
-      ...options.params,
-      maxDatagramFrameSize: records ? options.params?.maxDatagramFrameSize ?? 16382 : 0,
-      resetStreamAt: false,
+    this.#pings = new PingSequence(this.format === "qmux-02");
+    const params = sessionParams(options.params, this.format);
+    this.#conn = new QMuxConnection(socket, this.#connectionOptions(options, params));
+    this.#events = {
+      peerClosed: (code, reason, error) => this.#peerClosed(code, reason, error),
+      datagram: (data) => this.#datagrams.push(data),
+      pinged: (seq) => this.#pinged(seq),
+      ponged: (seq) => this.#pings.answered(seq),
     };
-    const connection: ConnectionOptions = {
+    this.#listen(socket);
+    if (options.setupTimeoutMs !== undefined) this.#armSetupTimer(options.setupTimeoutMs);
+    if (this.#conn.flow) {
+      this.#paramsFrame = encodeFrame(this.format, {
+        type: "transport_parameters",
+        payload: encodeTransportParams(params, this.format),
+      });
+      this.#conn.scheduler.control(this.#paramsFrame);
+    }
+  }
+
+  #connectionOptions(options: QMuxSessionOptions, params: TransportParams): ConnectionOptions {
+    return {
       format: this.format,
       role: options.role,
       params,
@@ -149,20 +119,9 @@ export class QMuxSession implements Session {
         this.#drop("The peer does not read what we send", WebSocketCode.POLICY_VIOLATION),
       onSent: () => this.#keepAlive?.sent(),
     };
-    this.#conn = new QMuxConnection(socket, connection);
-    this.#events = {
-      peerClosed: (code, reason, error) => this.#peerClosed(code, reason, error),
-      datagram: (data) => this.#datagrams.push(data),
-      pinged: (seq) => this.#pinged(seq),
-      ponged: (seq) => {
-        if (this.format === "qmux-02" && seq >= this.#pingSeq) {
-          throw new QMuxProtocolError(
-            TransportCode.PROTOCOL_VIOLATION,
-            `QX_PING response ${seq} was never asked`,
-          );
-        }
-      },
-    };
+  }
+
+  #listen(socket: MessageSocket): void {
     socket.listen({
       open: () => {
         this.#opened = true;
@@ -176,20 +135,13 @@ export class QMuxSession implements Session {
         this.#finish({ code, reason: reason || "The WebSocket closed", dropped: true });
       },
     });
-    if (options.setupTimeoutMs !== undefined) {
-      const ms = options.setupTimeoutMs;
-      this.#setupTimer = this.#timers.setTimeout(() => {
-        this.#setupTimer = undefined;
-        this.#drop(`No transport parameters within ${ms} ms`, WebSocketCode.POLICY_VIOLATION);
-      }, ms);
-    }
-    if (this.#conn.flow) {
-      this.#paramsFrame = encodeFrame(this.format, {
-        type: "transport_parameters",
-        payload: encodeTransportParams(params, this.format),
-      });
-      this.#conn.scheduler.control(this.#paramsFrame);
-    }
+  }
+
+  #armSetupTimer(ms: number): void {
+    this.#setupTimer = this.#timers.setTimeout(() => {
+      this.#setupTimer = undefined;
+      this.#drop(`No transport parameters within ${ms} ms`, WebSocketCode.POLICY_VIOLATION);
+    }, ms);
   }
 
   /** The peer's transport parameters, once they arrived. */
@@ -200,14 +152,13 @@ export class QMuxSession implements Session {
   /** Opens a bidirectional stream (waits while the peer's stream limit is reached). */
   async openBidi(options?: StreamOptions): Promise<BidiStream> {
     this.#assertOpen();
-    return bidi(await this.#conn.open(false, options?.sendOrder ?? 0));
+    return bidiHandle(await this.#conn.open(false, options?.sendOrder ?? 0));
   }
 
   /** Opens a unidirectional stream (waits while the peer's stream limit is reached). */
   async openUni(options?: StreamOptions): Promise<SendStream> {
     this.#assertOpen();
-    const { send } = await this.#conn.open(true, options?.sendOrder ?? 0);
-    return { writable: send!.writable, setSendOrder: (o) => void (send!.lane.order = o) };
+    return sendHandle(await this.#conn.open(true, options?.sendOrder ?? 0));
   }
 
   /** The next stream the peer opened; undefined once the session ended. */
@@ -215,7 +166,7 @@ export class QMuxSession implements Session {
     const pair = await this.#bidi.next();
     if (!pair) return undefined;
     this.#conn.markAccepted(pair.recv!);
-    return bidi(pair);
+    return bidiHandle(pair);
   }
 
   /** The next uni stream the peer opened; undefined once the session ended. */
@@ -302,11 +253,7 @@ export class QMuxSession implements Session {
   }
 
   #checkSize(size: number): void {
-    const max = usesRecords(this.format)
-      ? this.#conn.ours.maxRecordSize
-      : this.format === "qmux-00"
-      ? QMUX00_MAX_FRAME
-      : LEGACY_MAX_MESSAGE;
+    const max = maxMessageSize(this.format, this.#conn.ours.maxRecordSize);
     if (size > max) {
       throw new QMuxProtocolError(
         TransportCode.PROTOCOL_VIOLATION,
@@ -331,21 +278,13 @@ export class QMuxSession implements Session {
     this.#keepAlive = new KeepAlive(
       timeout,
       this.#now,
-      () => this.#conn.control({ type: "ping", response: false, sequence: this.#pingSeq++ }),
+      () => this.#conn.control({ type: "ping", response: false, sequence: this.#pings.next() }),
       () => this.#drop(`No frame from the peer for ${timeout} ms`, WebSocketCode.NORMAL),
     );
   }
 
   #pinged(seq: bigint): void {
-    if (this.format === "qmux-02") {
-      if (this.#lastPingSeen !== undefined && seq <= this.#lastPingSeen) {
-        throw new QMuxProtocolError(
-          TransportCode.PROTOCOL_VIOLATION,
-          `QX_PING request ${seq} does not increase`,
-        );
-      }
-      this.#lastPingSeen = seq;
-    }
+    this.#pings.asked(seq);
     this.#conn.control({ type: "ping", response: true, sequence: seq });
   }
 
@@ -413,13 +352,4 @@ export class QMuxSession implements Session {
     this.#datagrams.close();
     this.#resolveClosed(info);
   }
-}
-
-function bidi(pair: StreamPair): BidiStream {
-  const send = pair.send!;
-  return {
-    readable: pair.recv!.readable,
-    writable: send.writable,
-    setSendOrder: (o) => void (send.lane.order = o),
-  };
 }

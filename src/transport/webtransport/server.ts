@@ -117,6 +117,21 @@ export function serveWebTransport(
   return h3;
 }
 
+/** The request stream of one CONNECT, and how to refuse it. */
+interface RequestStream {
+  readonly h3: H3Connection;
+  readonly id: number;
+  readonly reader: StreamReader;
+  readonly writer: WritableStreamDefaultWriter<Uint8Array>;
+}
+
+/** A CONNECT that asks for a WebTransport session, as far as its headers say. */
+interface ConnectRequest {
+  readonly url: URL;
+  /** WT-Available-Protocols, in the client's order. */
+  readonly offered: string[];
+}
+
 async function handleRequest(
   h3: H3Connection,
   stream: Deno.QuicBidirectionalStream,
@@ -125,69 +140,24 @@ async function handleRequest(
   admit: AdmitWebTransport,
   onSession: (session: Session) => void,
 ): Promise<void> {
-  const id = Number(stream.writable.id);
-  const writer = stream.writable.getWriter();
-  const refuse = async (status: number, reason = ""): Promise<void> => {
-    h3.refuseSession(id);
-    reader.cancel();
-    const fields: HeaderField[] = [[":status", String(status)]];
-    if (reason) fields.push(["content-type", "text/plain;charset=utf-8"]);
-    const parts = [encodeFrame(FrameType.HEADERS, headersPayload(fields))];
-    if (reason) parts.push(encodeFrame(FrameType.DATA, new TextEncoder().encode(reason)));
-    try {
-      for (const p of parts) await writer.write(p);
-      await writer.close();
-    } catch {
-      // peer gone
-    }
+  const req: RequestStream = {
+    h3,
+    id: Number(stream.writable.id),
+    reader,
+    writer: stream.writable.getWriter(),
   };
-
-  let fields: HeaderField[] | undefined;
-  try {
-    fields = await readHeaders(reader, h3.maxFieldSectionSize, firstType);
-  } catch (err) {
-    if (err instanceof HeaderTooLargeError) return await refuse(431, err.message);
-    if (err instanceof H3ConnectionError) throw err;
-    h3.refuseSession(id); // reset or truncated: the request is incomplete
-    // The request is refused either way; a failed FIN changes nothing.
-    writer.close().catch(() => {});
-    return;
-  }
-  if (fields === undefined) {
-    h3.refuseSession(id);
-    // The request is refused either way; a failed FIN changes nothing.
-    writer.close().catch(() => {});
-    return;
-  }
-
-  if (!isWellFormed(fields, PSEUDO)) return await refuse(400, "Malformed request headers");
-  const method = headerValue(fields, ":method");
-  if (method !== "CONNECT") return await refuse(405, "Only WebTransport CONNECT is served");
-  const protocol = headerValue(fields, ":protocol");
-  const scheme = headerValue(fields, ":scheme");
-  const authority = headerValue(fields, ":authority");
-  const path = headerValue(fields, ":path");
-  if (protocol !== "webtransport") return await refuse(400, "Expected :protocol webtransport");
-  if (scheme !== "https" || !authority || !path || !path.startsWith("/")) {
-    return await refuse(400, "Missing or bad :scheme, :authority or :path");
-  }
-  let url: URL;
-  let offered: string[];
-  try {
-    url = new URL(`https://${authority}${path}`);
-    offered = fields.filter((f) => f[0] === "wt-available-protocols")
-      .flatMap((f) => parseStringList(f[1]));
-  } catch (err) {
-    return await refuse(400, (err as Error).message);
-  }
-
+  const fields = await readRequestHeaders(req, firstType);
+  if (fields === undefined) return;
+  const connect = parseConnect(fields);
+  if ("status" in connect) return await refuse(req, connect.status, connect.reason);
+  const { url, offered } = connect;
   let decision: Admission | undefined;
   try {
     // A connection that closes while the application deliberates ends the wait.
     decision = await raceClosed(
       h3,
       admit({
-        method,
+        method: "CONNECT",
         url,
         path: url.pathname,
         query: url.searchParams,
@@ -198,22 +168,99 @@ async function handleRequest(
       }),
     );
   } catch {
-    return await refuse(500, "Admission failed");
+    return await refuse(req, 500, "Admission failed");
   }
   if (decision === undefined || h3.isClosed) return;
   if (h3.sessionCount >= MAX_SESSIONS_PER_CONNECTION) {
-    return await refuse(429, "Too many sessions on this connection");
+    return await refuse(req, 429, "Too many sessions on this connection");
   }
-  if (decision.status !== 200) return await refuse(decision.status, decision.reason ?? "");
+  if (decision.status !== 200) return await refuse(req, decision.status, decision.reason ?? "");
   if (offered.length > 0 && !offered.includes(decision.protocol)) {
-    return await refuse(400, `Protocol "${decision.protocol}" was not offered`);
+    return await refuse(req, 400, `Protocol "${decision.protocol}" was not offered`);
   }
+  await acceptSession(req, connect, decision.protocol, onSession);
+}
 
+// Refuses the request with `status` (and `reason` as a text body).
+async function refuse(req: RequestStream, status: number, reason = ""): Promise<void> {
+  req.h3.refuseSession(req.id);
+  req.reader.cancel();
+  const fields: HeaderField[] = [[":status", String(status)]];
+  if (reason) fields.push(["content-type", "text/plain;charset=utf-8"]);
+  const parts = [encodeFrame(FrameType.HEADERS, headersPayload(fields))];
+  if (reason) parts.push(encodeFrame(FrameType.DATA, new TextEncoder().encode(reason)));
+  try {
+    for (const p of parts) await req.writer.write(p);
+    await req.writer.close();
+  } catch {
+    // peer gone
+  }
+}
+
+// The request's header fields; undefined when the request was refused for want of them.
+async function readRequestHeaders(
+  req: RequestStream,
+  firstType: number,
+): Promise<HeaderField[] | undefined> {
+  let fields: HeaderField[] | undefined;
+  try {
+    fields = await readHeaders(req.reader, req.h3.maxFieldSectionSize, firstType);
+  } catch (err) {
+    if (err instanceof HeaderTooLargeError) {
+      await refuse(req, 431, err.message);
+      return undefined;
+    }
+    if (err instanceof H3ConnectionError) throw err;
+    fields = undefined; // reset or truncated: the request is incomplete
+  }
+  if (fields === undefined) {
+    req.h3.refuseSession(req.id);
+    // The request is refused either way; a failed FIN changes nothing.
+    req.writer.close().catch(() => {});
+  }
+  return fields;
+}
+
+// A well-formed WebTransport CONNECT, or the status and reason to refuse it with.
+function parseConnect(
+  fields: HeaderField[],
+): ConnectRequest | { status: number; reason: string } {
+  if (!isWellFormed(fields, PSEUDO)) return { status: 400, reason: "Malformed request headers" };
+  const method = headerValue(fields, ":method");
+  if (method !== "CONNECT") return { status: 405, reason: "Only WebTransport CONNECT is served" };
+  const protocol = headerValue(fields, ":protocol");
+  const scheme = headerValue(fields, ":scheme");
+  const authority = headerValue(fields, ":authority");
+  const path = headerValue(fields, ":path");
+  if (protocol !== "webtransport") {
+    return { status: 400, reason: "Expected :protocol webtransport" };
+  }
+  if (scheme !== "https" || !authority || !path || !path.startsWith("/")) {
+    return { status: 400, reason: "Missing or bad :scheme, :authority or :path" };
+  }
+  try {
+    const url = new URL(`https://${authority}${path}`);
+    const offered = fields.filter((f) => f[0] === "wt-available-protocols")
+      .flatMap((f) => parseStringList(f[1]));
+    return { url, offered };
+  } catch (err) {
+    return { status: 400, reason: (err as Error).message };
+  }
+}
+
+// Answers 200 and hands the session to the application.
+async function acceptSession(
+  req: RequestStream,
+  { url, offered }: ConnectRequest,
+  protocol: string,
+  onSession: (session: Session) => void,
+): Promise<void> {
+  const { h3, id, reader, writer } = req;
   const response: HeaderField[] = [
     [":status", "200"],
     ["sec-webtransport-http3-draft", "draft02"],
   ];
-  if (offered.length > 0) response.push(["wt-protocol", serializeString(decision.protocol)]);
+  if (offered.length > 0) response.push(["wt-protocol", serializeString(protocol)]);
   try {
     await writer.write(encodeFrame(FrameType.HEADERS, headersPayload(response)));
   } catch {
@@ -227,7 +274,7 @@ async function handleRequest(
     reader,
     // Without wt-available-protocols the client cannot learn a WT-Protocol, so it
     // speaks the un-negotiated handshake: the session is lite-04 whatever was chosen.
-    protocol: offered.length > 0 ? decision.protocol : "moq-lite-04",
+    protocol: offered.length > 0 ? protocol : "moq-lite-04",
     url,
     remote: h3.remote,
   });
