@@ -1,6 +1,6 @@
 /**
  * Exponential backoff with jitter: the wait before the next attempt is
- * `min(base × 2^n, cap)`, spread by ± `jitter`, where n counts the failures
+ * `min(base × 2^n, cap)`, spread by ± `jitter` (or drawn from 0 up to it), where n counts the failures
  * since the last reset. The client's reconnects and retries and the relay's
  * peer dials use it with their own figures.
  *
@@ -13,8 +13,12 @@ export interface BackoffOptions {
   readonly baseMs: number;
   /** Longest wait before jitter, ms. */
   readonly capMs: number;
-  /** Spread of each wait, as a fraction either way (0 ≤ jitter < 1). */
-  readonly jitter: number;
+  /**
+   * Spread of each wait, as a fraction either way (0 ≤ jitter < 1), or
+   * "full": uniform between 0 and the wait, so that many clients that failed
+   * together do not retry together.
+   */
+  readonly jitter: number | "full";
   /** Uniform random numbers in [0, 1) (default Math.random; tests inject their own). */
   readonly random?: () => number;
 }
@@ -23,7 +27,7 @@ export interface BackoffOptions {
 export class Backoff {
   readonly #base: number;
   readonly #cap: number;
-  readonly #jitter: number;
+  readonly #jitter: number | "full";
   readonly #random: () => number;
   #failures = 0;
 
@@ -36,7 +40,7 @@ export class Backoff {
     if (!(this.#base > 0) || !(this.#cap >= this.#base)) {
       throw new RangeError(`Cannot back off from ${this.#base} ms up to ${this.#cap} ms`);
     }
-    if (!(this.#jitter >= 0 && this.#jitter < 1)) {
+    if (this.#jitter !== "full" && !(this.#jitter >= 0 && this.#jitter < 1)) {
       throw new RangeError(`Cannot use jitter "${this.#jitter}": outside 0..1`);
     }
   }
@@ -51,6 +55,7 @@ export class Backoff {
     const exponent = Math.min(this.#failures, 30);
     this.#failures++;
     const wait = Math.min(this.#base * 2 ** exponent, this.#cap);
+    if (this.#jitter === "full") return Math.round(wait * this.#random());
     return Math.round(wait * (1 - this.#jitter + 2 * this.#jitter * this.#random()));
   }
 

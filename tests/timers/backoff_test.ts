@@ -18,3 +18,13 @@ Deno.test("a backoff that cannot work is refused", () => {
   assert.throws(() => new Backoff({ baseMs: 10, capMs: 5, jitter: 0 }), RangeError);
   assert.throws(() => new Backoff({ baseMs: 10, capMs: 20, jitter: 1 }), RangeError);
 });
+
+Deno.test("full jitter draws each wait from zero up to the doubled, capped wait", () => {
+  let r = 0.5;
+  const backoff = new Backoff({ baseMs: 1_000, capMs: 4_000, jitter: "full", random: () => r });
+  assert.deepEqual([1, 2, 3, 4].map(() => backoff.next()), [500, 1000, 2000, 2000]);
+  r = 0;
+  assert.equal(backoff.next(), 0);
+  r = 0.999999;
+  assert.equal(backoff.next(), 4000);
+});
