@@ -23,6 +23,7 @@
  */
 export {
   accept,
+  type AdmitDecision,
   connect,
   MAX_DATAGRAM_BODY,
   type MoqAcceptOptions,
@@ -32,6 +33,7 @@ export {
   type ServeDecision,
   type ServeHandler,
   type ServeRequest,
+  type SessionPolicy,
   type SubscribeOptions,
   Subscription,
 } from "./session/mod.ts";

@@ -76,7 +76,7 @@ async function runAnnounced(
         if (active.has(path) && core.version === "moq-lite-04") {
           throw new DecodeError("invalid", `Duplicate active announcement "${path}"`);
         }
-        if (core.options.acceptAnnounce && !core.options.acceptAnnounce(path, core.session)) {
+        if (core.policy.acceptAnnounce && !core.policy.acceptAnnounce(path, core.session)) {
           core.stats.announcementsRefused++;
           core.log("announce-refused", `refusing the peer's announcement "${path}"`);
           continue;

@@ -3,7 +3,7 @@ import type { Session } from "../../transport/mod.ts";
 import { MoqCode, MoqError } from "../errors.ts";
 import { PROTOCOL_CODE } from "./core.ts";
 import { MoqSession } from "./moq_session.ts";
-import type { MoqAcceptOptions, MoqSessionOptions } from "./types.ts";
+import type { AdmitDecision, MoqAcceptOptions, MoqSessionOptions } from "./types.ts";
 
 /**
  * Starts a moq-lite session as the client (the side that dialed). The
@@ -54,18 +54,25 @@ export async function accept(
     }
   }
   if (options.admit) {
-    let admitted = false;
-    try {
-      admitted = await options.admit(moq);
-    } catch {
-      // A failing admission check refuses the session, as a false answer does.
-      admitted = false;
-    }
-    if (!admitted) {
+    const decision = await admission(options.admit, moq);
+    if (!decision) {
       moq.close(MoqCode.Unauthorized, "unauthorized");
       throw new MoqError("unauthorized", "Session not admitted");
     }
+    if (decision !== true) moq._admitWith(decision);
   }
   moq._startBidi();
   return moq;
+}
+
+// A failing admission check refuses the session, as a false answer does.
+async function admission(
+  admit: NonNullable<MoqAcceptOptions["admit"]>,
+  moq: MoqSession,
+): Promise<AdmitDecision> {
+  try {
+    return await admit(moq);
+  } catch {
+    return false;
+  }
 }

@@ -13,7 +13,7 @@ import type { MoqStats } from "../stats.ts";
 import { DecodeError, StreamReader } from "../../wire/mod.ts";
 import type { MoqSession } from "./moq_session.ts";
 import type { Subscription } from "./subscription.ts";
-import type { MoqSessionOptions, ReceivedGroup } from "./types.ts";
+import type { MoqSessionOptions, ReceivedGroup, SessionPolicy } from "./types.ts";
 
 /** The close code for the peer's protocol violations. */
 export const PROTOCOL_CODE = MoqCode.ProtocolViolation;
@@ -34,6 +34,8 @@ export class SessionCore {
   readonly stats: MoqStats;
   /** The application's options. */
   readonly options: MoqSessionOptions;
+  /** The hooks that answer the session's questions: the options', or what `admit` returned. */
+  policy: SessionPolicy;
   /** Aborted when the session ends. */
   readonly abort: AbortController = new AbortController();
   /** Our open subscriptions to the peer's tracks, by subscribe id. */
@@ -65,6 +67,7 @@ export class SessionCore {
     this.origin = session.origin;
     this.stats = session.stats;
     this.options = options;
+    this.policy = options;
     this.url = session.transport.url;
     this.setupReceived = new Promise((resolve) => {
       this.resolveSetup = resolve;

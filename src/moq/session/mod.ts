@@ -11,11 +11,13 @@ export { Subscription } from "./subscription.ts";
 export { DELIVERY_TURN_MS, DeliveryTurns, type DeliveryTurnsOptions } from "./delivery_turns.ts";
 export { DeliveryGaps } from "./delivery_gaps.ts";
 export type {
+  AdmitDecision,
   MoqAcceptOptions,
   MoqSessionOptions,
   ReceivedGroup,
   ServeDecision,
   ServeHandler,
   ServeRequest,
+  SessionPolicy,
   SubscribeOptions,
 } from "./types.ts";

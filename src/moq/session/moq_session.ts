@@ -22,7 +22,7 @@ import { sendGoaway } from "./probe_goaway.ts";
 import { awaitSetup, startSetup } from "./setup.ts";
 import { subscribe } from "./subscribe.ts";
 import type { Subscription } from "./subscription.ts";
-import type { MoqSessionOptions, ReceivedGroup, SubscribeOptions } from "./types.ts";
+import type { MoqSessionOptions, ReceivedGroup, SessionPolicy, SubscribeOptions } from "./types.ts";
 
 function toVersion(protocol: string): Version {
   if (protocol === "moq-lite-05" || protocol === "moq-lite-04") return protocol;
@@ -113,6 +113,11 @@ export class MoqSession {
     if (this.version === "moq-lite-05" && this.transport.readDatagram) {
       this.#core.spawn("datagram", datagramLoop(this.#core));
     }
+  }
+
+  /** @internal Serves the session with the policy `admit` returned (before {@linkcode _startBidi}). */
+  _admitWith(policy: SessionPolicy): void {
+    this.#core.policy = { ...this.#core.policy, ...policy };
   }
 
   /** @internal Waits for the peer's SETUP (lite-05) up to `ms`; false on timeout. */

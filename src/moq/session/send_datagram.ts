@@ -26,7 +26,7 @@ export function datagramsWanted(core: SessionCore, path: string, track: string):
   // The draft forbids datagrams on QMux over WebSocket; there they would cross TCP anyway.
   return core.version === "moq-lite-05" && core.transport.transport !== "websocket" &&
     core.transport.sendDatagram !== undefined &&
-    (core.options.datagrams?.(path, track, core.session) ?? false);
+    (core.policy.datagrams?.(path, track, core.session) ?? false);
 }
 
 /**

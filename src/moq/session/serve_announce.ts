@@ -14,7 +14,7 @@ import type { SessionCore } from "./core.ts";
 
 function isVisible(core: SessionCore, event: AnnounceEvent, excludeHop: bigint): boolean {
   if (!offerable(event.hops, excludeHop, core.origin)) return false;
-  return core.options.announceFilter?.(event.path, core.session) ?? true;
+  return core.policy.announceFilter?.(event.path, core.session) ?? true;
 }
 
 function announceBytes(

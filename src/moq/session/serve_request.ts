@@ -21,7 +21,7 @@ export async function decide(
   track: string,
   start?: number,
 ): Promise<ServeDecision> {
-  const serve = core.options.serve;
+  const serve = core.policy.serve;
   if (!serve) return "not-found";
   try {
     return await serve({

@@ -24,20 +24,36 @@ export type ServeDecision = TrackProducer | "not-found" | "unauthorized" | undef
 /** Decides per request whether and from which source to serve. */
 export type ServeHandler = (request: ServeRequest) => ServeDecision | Promise<ServeDecision>;
 
-/** Options for {@linkcode connect} and {@linkcode accept}. */
-export interface MoqSessionOptions {
-  /** Closes the session when aborted. */
-  readonly signal?: AbortSignal;
-  /** Our origin (hop) id; default a random 53-bit value (JS peers read hops as 53-bit). */
-  readonly origin?: bigint;
+/**
+ * What a session may do: the questions it asks the application, each
+ * answered by the value a hook returns. Given in the session's options, or
+ * per session by {@linkcode MoqAcceptOptions.admit}.
+ */
+export interface SessionPolicy {
   /** Serves the peer's TRACK / SUBSCRIBE / FETCH requests; default: nothing is served. */
   readonly serve?: ServeHandler;
-  /** Broadcasts to announce to the peer; default a private announcer (see `session.announce`). */
-  readonly announcer?: Announcer;
   /** Which of our announcements this peer may see (default all). */
   readonly announceFilter?: (path: string, session: MoqSession) => boolean;
   /** Which of the peer's announcements we accept (default all); refused ones are counted. */
   readonly acceptAnnounce?: (path: string, session: MoqSession) => boolean;
+  /**
+   * Which served tracks may travel as datagrams (lite-05, native QUIC and
+   * WebTransport only): a group of such a track that is one frame and fits
+   * a datagram is sent as one instead of on a stream; any other group still
+   * takes a stream. Datagrams are not retransmitted: a subscriber must be
+   * able to repair a lost one (FETCH). Default: none.
+   */
+  readonly datagrams?: (path: string, track: string, session: MoqSession) => boolean;
+}
+
+/** Options for {@linkcode connect} and {@linkcode accept}. */
+export interface MoqSessionOptions extends SessionPolicy {
+  /** Closes the session when aborted. */
+  readonly signal?: AbortSignal;
+  /** Our origin (hop) id; default a random 53-bit value (JS peers read hops as 53-bit). */
+  readonly origin?: bigint;
+  /** Broadcasts to announce to the peer; default a private announcer (see `session.announce`). */
+  readonly announcer?: Announcer;
   /** Per-subscriber queue bound in groups before skipping to the latest (default 16). */
   readonly maxGroupQueue?: number;
   /** Largest frame accepted from the peer (default 16 MiB). */
@@ -60,14 +76,6 @@ export interface MoqSessionOptions {
    * 2000). A group that arrives later is still sent.
    */
   readonly lateGroupWaitMs?: number;
-  /**
-   * Which served tracks may travel as datagrams (lite-05, native QUIC and
-   * WebTransport only): a group of such a track that is one frame and fits
-   * a datagram is sent as one instead of on a stream; any other group still
-   * takes a stream. Datagrams are not retransmitted: a subscriber must be
-   * able to repair a lost one (FETCH). Default: none.
-   */
-  readonly datagrams?: (path: string, track: string, session: MoqSession) => boolean;
   /** Where diagnostics go (default console.warn); each kind is logged once per session. */
   readonly log?: (message: string) => void;
 }
@@ -78,10 +86,20 @@ export interface MoqAcceptOptions extends MoqSessionOptions {
   readonly setupTimeout?: number;
   /**
    * Decides whether to admit the session once its URL is known, before any
-   * request is served. Returning false closes it with code 6 (unauthorized).
+   * request is served. Returning false (or throwing) closes it with code 6
+   * (unauthorized); returning a {@linkcode SessionPolicy} admits it with
+   * those hooks, built from what admission found (a credential's grant),
+   * in place of the options' own.
    */
-  readonly admit?: (session: MoqSession) => boolean | Promise<boolean>;
+  readonly admit?: (session: MoqSession) => AdmitDecision | Promise<AdmitDecision>;
 }
+
+/**
+ * What `admit` decides: refuse the session (false), admit it as its options
+ * say (true), or admit it with this policy (hooks it names replace the
+ * options' own).
+ */
+export type AdmitDecision = boolean | SessionPolicy;
 
 /** A group received from the peer. */
 export interface ReceivedGroup {

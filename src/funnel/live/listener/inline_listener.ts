@@ -1,6 +1,5 @@
 import { errorText } from "../../../error_text/mod.ts";
 import type { TrackPatterns } from "../../../path/mod.ts";
-import type { Grant } from "../../../auth/mod.ts";
 import { type OriginPolicy, problemResponse, startHttpServer } from "../../../http/mod.ts";
 import { bindSamePort, qmuxUpgrade, webTransportAdmission } from "../../../serving/mod.ts";
 import { type Logger, rateLimitedLog } from "../../../log/mod.ts";
@@ -85,20 +84,23 @@ export async function startLiveListener(options: LiveListenerOptions): Promise<L
   let stopped = false;
 
   const serveSession = async (session: Session): Promise<void> => {
-    let grant: Grant | undefined;
     let moq: MoqSession;
     try {
       moq = await accept(session, {
         announcer: publisher.announcer,
-        announceFilter: (path) => mayRead(grant, path),
         // Subscribers publish nothing into the funnel.
         acceptAnnounce: () => false,
-        serve: (request) =>
-          mayRead(grant, request.path, request.track) ? publisher.serve(request) : "unauthorized",
+        // The subscriber sees and reads what its credential grants.
         admit: async (s) => {
           try {
-            grant = await admitSubscriber(s.url, verifier);
-            return true;
+            const grant = await admitSubscriber(s.url, verifier);
+            return {
+              announceFilter: (path) => mayRead(grant, path),
+              serve: (request) =>
+                mayRead(grant, request.path, request.track)
+                  ? publisher.serve(request)
+                  : "unauthorized",
+            };
           } catch (error) {
             refusedLog(`MoQ subscriber ${s.remote} refused: ${errorText(error)}`);
             return false;
