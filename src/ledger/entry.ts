@@ -22,6 +22,17 @@ export interface LedgerEntry {
   readonly redacted?: boolean;
   /** The Idempotency-Key the record was posted with, kept to dedupe retries after a restart. */
   readonly idempotencyKey?: string;
+  /**
+   * The payload as raw bytes, for a record that is not JSON (a Durable
+   * Streams byte stream); stored as bytes, never as text. Absent once redacted.
+   */
+  readonly bytes?: Uint8Array;
+  /**
+   * Metadata a protocol layer keeps with the entry, as JSON text the ledger
+   * stores and never reads (a Durable Streams stream's configuration,
+   * closure, producer). Redaction keeps it.
+   */
+  readonly meta?: string;
 }
 
 /** What a caller asks to commit; the ledger assigns epoch, seq and wallclock. */
@@ -34,6 +45,10 @@ export interface EntryDraft {
   readonly redacts?: string;
   /** The Idempotency-Key the record was posted with. */
   readonly idempotencyKey?: string;
+  /** A payload of raw bytes instead of JSON text. */
+  readonly bytes?: Uint8Array;
+  /** Protocol metadata kept with the entry (JSON text, see {@link LedgerEntry.meta}). */
+  readonly meta?: string;
 }
 
 /** The group identifier of an entry. */
@@ -51,7 +66,8 @@ export function entryGroup(entry: LedgerEntry): string {
  * `{"sender":...,"redacts":"<group>"}`; a redacted record (served again, by
  * FETCH or as a restored track's newest) is `{"redacted":true}`, with no
  * sender, as history shows it. The payload text is inserted verbatim, so the
- * posted bytes travel unchanged.
+ * posted bytes travel unchanged. A byte payload travels as `"bytes"` (base64),
+ * and protocol metadata, when the entry has any, as `"meta"` (verbatim).
  */
 export function entryFrame(entry: LedgerEntry): string {
   if (entry.redacted) return `{"redacted":true}`;
@@ -59,6 +75,8 @@ export function entryFrame(entry: LedgerEntry): string {
   let body: string;
   if (entry.redacts !== undefined) body = `"redacts":${JSON.stringify(entry.redacts)}`;
   else if (entry.payload !== undefined) body = `"payload":${entry.payload}`;
-  else body = `"redacted":true`;
+  else if (entry.bytes !== undefined) body = `"bytes":"${entry.bytes.toBase64()}"`;
+  else body = entry.meta === undefined ? `"redacted":true` : "";
+  if (entry.meta !== undefined) body += `${body ? "," : ""}"meta":${entry.meta}`;
   return `{${sender}${sender && body ? "," : ""}${body}}`;
 }

@@ -46,3 +46,10 @@ export const MoqCode = {
   /** Going away. */
   GoingAway: 25,
 } as const;
+
+/** The kind a refusal's reset code names, if it names one (lite refusals carry these codes). */
+export function refusalKind(code: number): MoqErrorKind | undefined {
+  if (code === MoqCode.Unauthorized) return "unauthorized";
+  if (code === MoqCode.NotFound) return "not-found";
+  return undefined;
+}

@@ -9,14 +9,18 @@ import {
   MAX_CONTROL_MESSAGE,
   type TrackInfo,
 } from "../codec/mod.ts";
-import { MoqError } from "../errors.ts";
+import { MoqError, type MoqErrorKind, refusalKind } from "../errors.ts";
+import { StreamError } from "../../transport/mod.ts";
 import { normalizePath } from "../../path/mod.ts";
 import { wirePath } from "../path.ts";
 import type { SessionCore } from "./core.ts";
 import { openRequest } from "./request_stream.ts";
 import type { ReceivedGroup } from "./types.ts";
 
-/** Asks the peer for a track's properties (lite-05 TRACK); rejects with MoqError("not-found"). */
+/**
+ * Asks the peer for a track's properties (lite-05 TRACK); rejects with
+ * MoqError("not-found"), or "unauthorized" when the refusal's code says so.
+ */
 export async function requestTrackInfo(
   core: SessionCore,
   path: string,
@@ -36,7 +40,9 @@ export async function requestTrackInfo(
       body = await r.message("TRACK_INFO", MAX_CONTROL_MESSAGE);
     } catch (err) {
       if (err instanceof DecodeError && err.kind !== "truncated") throw err;
-      throw new MoqError("not-found", `Track "${path}" "${track}" not available`, { cause: err });
+      throw new MoqError(refusedAs(core, err), `Track "${path}" "${track}" not available`, {
+        cause: err,
+      });
     }
     return decodeTrackInfo(body);
   } finally {
@@ -83,7 +89,7 @@ export async function fetchGroup(
     } catch (err) {
       if (err instanceof DecodeError && err.kind !== "truncated") throw err;
       throw new MoqError(
-        "not-found",
+        refusedAs(core, err),
         `Group ${group} of "${canonical}" "${track}" not available`,
         {
           cause: err,
@@ -102,4 +108,10 @@ export async function fetchGroup(
     options.signal?.removeEventListener("abort", onAbort);
     r.cancel();
   }
+}
+
+/** What a failed request reads as: the refusal its reset code names, else not found. */
+function refusedAs(core: SessionCore, err: unknown): MoqErrorKind {
+  const failure = core.transport.translateError(err);
+  return (failure instanceof StreamError ? refusalKind(failure.code) : undefined) ?? "not-found";
 }

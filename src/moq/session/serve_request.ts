@@ -10,6 +10,8 @@ import type { Sender } from "../sender.ts";
 import { TrackProducer } from "../track/mod.ts";
 import type { StreamReader } from "../../wire/mod.ts";
 import { errorText } from "../../error_text/mod.ts";
+import { StreamError } from "../../transport/mod.ts";
+import { MoqCode } from "../errors.ts";
 import type { SessionCore } from "./core.ts";
 import type { ServeDecision, ServeRequest } from "./types.ts";
 
@@ -44,7 +46,18 @@ export function refuse(
   decision: Exclude<ServeDecision, TrackProducer>,
 ): void {
   core.stats.subscribeError(decision ?? "not-found");
-  w.abort(decision ?? "not-found");
+  w.abort(refusalReason(decision ?? "not-found"));
+}
+
+/**
+ * The reset that tells the peer why: the moq-lite error code travels where
+ * the transport can send reset codes (QMux over WebSocket). Deno's QUIC,
+ * under native QUIC and WebTransport, sends a bare FIN, which the peer
+ * reads as not found.
+ */
+export function refusalReason(why: "not-found" | "unauthorized"): StreamError {
+  const code = why === "unauthorized" ? MoqCode.Unauthorized : MoqCode.NotFound;
+  return new StreamError("reset", code, why);
 }
 
 /** Answers a lite-05 TRACK request with the track's properties, or refuses it. */
@@ -77,7 +90,7 @@ export async function serveFetch(core: SessionCore, r: StreamReader, w: Sender):
     core.log("fetch", `fetching group ${m.group} failed: ${errorText(err)}`);
   }
   if (!group) {
-    w.abort("not-found");
+    w.abort(refusalReason(decision === "unauthorized" ? decision : "not-found"));
     return;
   }
   await w.write(group.encoded(core.version));

@@ -7,11 +7,11 @@ import {
   encodeSubscribeUpdate,
   MAX_CONTROL_MESSAGE,
 } from "../codec/mod.ts";
-import { MoqError } from "../errors.ts";
+import { MoqError, refusalKind } from "../errors.ts";
 import { normalizePath } from "../../path/mod.ts";
 import { wirePath } from "../path.ts";
 import { errorText } from "../../error_text/mod.ts";
-import { SessionClosedError } from "../../transport/mod.ts";
+import { SessionClosedError, StreamError } from "../../transport/mod.ts";
 import type { SessionCore } from "./core.ts";
 import { requestTrackInfo } from "./fetch.ts";
 import { ClosableRequest } from "./request_stream.ts";
@@ -139,6 +139,12 @@ function subscribeFailure(core: SessionCore, sub: Subscription, err: unknown): M
   if (err instanceof MoqError) return err;
   if (err instanceof DecodeError) return new MoqError("protocol", errorText(err), { cause: err });
   const failure = core.transport.translateError(err);
+  const refused = failure instanceof StreamError ? refusalKind(failure.code) : undefined;
+  if (refused) {
+    return new MoqError(refused, `Subscription to "${sub.path}" "${sub.track}" refused`, {
+      cause: failure,
+    });
+  }
   if (failure instanceof SessionClosedError) {
     return new MoqError("closed", `Session closed: ${errorText(failure)}`, { cause: failure });
   }
