@@ -7,6 +7,7 @@ import {
   TrackProducer,
 } from "../../moq/mod.ts";
 import { normalizePath } from "../../path/mod.ts";
+import { parseGroupId } from "../../record/mod.ts";
 import type { RecordSink } from "../sink.ts";
 
 /** Options for {@linkcode LivePublisher}. */
@@ -189,9 +190,32 @@ export class LivePublisher implements RecordSink {
 }
 
 function write(track: TrackProducer, entry: LedgerEntry): void {
+  if (entry.redacts !== undefined) forget(track, entry.redacts);
   // The ledger's commit time (ns) is the group timestamp, exact, in the track's ns timescale.
   // Encoded on first read: with no subscriber a commit costs no JSON or bytes here.
   track.writeGroup(entry.seq + 1, () => encoder.encode(entryFrame(entry)), {
     timestamp: entry.wallclock,
   });
+}
+
+/**
+ * A redaction was committed: the redacted record's cached group (which
+ * subscribers starting inside the cache, and FETCH, would be served) now
+ * holds what the ledger holds, the record without its payload.
+ */
+function forget(track: TrackProducer, redacted: string): void {
+  let seq: number;
+  try {
+    seq = parseGroupId(redacted).seq;
+  } catch {
+    return; // the ledger accepted it, so this does not happen; nothing cached to forget
+  }
+  const group = track.group(seq + 1);
+  const entry: LedgerEntry = {
+    epoch: 0,
+    seq,
+    wallclock: group?.exactTimestamp ?? 0n,
+    redacted: true,
+  };
+  group?.replaceFrames(encoder.encode(entryFrame(entry)));
 }

@@ -44,6 +44,16 @@ export class CachedGroup {
     this.writtenAt = writtenAt;
   }
 
+  /**
+   * Replaces the frames (a redaction removed the payload), dropping every
+   * encoding made of the old ones, so nothing serves them again.
+   */
+  replaceFrames(frames: GroupFrames): void {
+    this.#frames = frames;
+    this.#v04 = this.#v05 = this.#stream = undefined;
+    this.#size = -1;
+  }
+
   /** The frames. */
   get frames(): readonly Uint8Array[] {
     let frames = this.#frames;
