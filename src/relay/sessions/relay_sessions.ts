@@ -9,7 +9,6 @@ import {
   MoqCode,
   MoqError,
   type MoqSession,
-  type MoqSessionOptions,
 } from "../../moq/mod.ts";
 import type { Session, SessionCloseInfo } from "../../transport/mod.ts";
 import type { TrackPatterns } from "../../path/mod.ts";
@@ -26,7 +25,11 @@ import {
   sampleRtt,
   type SessionLabels,
 } from "./session_metrics.ts";
-import { relayMoqOptions } from "./session_moq_options.ts";
+import {
+  type RelayMoqContext,
+  relayMoqOptions,
+  relaySessionPolicy,
+} from "./session_moq_options.ts";
 import { startLease } from "./session_lease.ts";
 import { type DialedPeer, type PeerGoaway, SelfDialError } from "./peer_session.ts";
 
@@ -115,10 +118,10 @@ export class RelaySessions {
     }
   }
 
-  /** The moq options of every relay session; `admission()` is what the session may do. */
-  #moqOptions(admission: () => Admission | undefined): MoqSessionOptions {
+  /** What every relay session's moq options and policy are made from. */
+  #moqContext(): RelayMoqContext {
     const o = this.#opts;
-    return relayMoqOptions({
+    return {
       announcer: this.announcer,
       hopId: o.hopId,
       cacheSize: o.cacheSize,
@@ -127,7 +130,7 @@ export class RelaySessions {
       metrics: o.metrics,
       datagramTracks: o.datagramTracks,
       log: o.log,
-    }, admission);
+    };
   }
 
   /** Handles one transport session from the listener; never throws. */
@@ -151,15 +154,16 @@ export class RelaySessions {
 
   async #accept(session: Session): Promise<void> {
     const o = this.#opts;
+    const context = this.#moqContext();
     let admission: Admission | undefined;
     let moq: MoqSession;
     try {
       moq = await accept(session, {
-        ...this.#moqOptions(() => admission),
+        ...relayMoqOptions(context),
         admit: async (s) => {
           try {
             admission = await admitSession(s.url, o.verifier);
-            return true;
+            return relaySessionPolicy(context, admission);
           } catch (e) {
             o.log(`relay: session ${s.remote} refused: ${errorText(e)}`);
             return false;
@@ -186,7 +190,11 @@ export class RelaySessions {
       session.close(0, "relay stopping");
       throw new MoqError("closed", "The relay is stopping");
     }
-    const moq = await connect(session, this.#moqOptions(() => DIALED_PEER));
+    const context = this.#moqContext();
+    const moq = await connect(session, {
+      ...relayMoqOptions(context),
+      ...relaySessionPolicy(context, DIALED_PEER),
+    });
     const first = await firstRtt(moq, this.#opts.now);
     if (moq.isClosed || first === undefined) {
       const info = await moq.closed.catch(() => undefined);

@@ -1,4 +1,10 @@
-import type { Announcer, DeliveryTurns, MoqSessionOptions, ServeDecision } from "../../moq/mod.ts";
+import type {
+  Announcer,
+  DeliveryTurns,
+  MoqSessionOptions,
+  ServeDecision,
+  SessionPolicy,
+} from "../../moq/mod.ts";
 import type { TrackPatterns } from "../../path/mod.ts";
 import type { RelayMetrics } from "../metrics/mod.ts";
 import { type RelayCore, SubscribeError } from "../routing/mod.ts";
@@ -25,37 +31,35 @@ export interface RelayMoqContext {
   readonly log: (line: string) => void;
 }
 
-/**
- * The moq options of every relay session: what it may announce and
- * subscribe to is what `admission()` allows, and its subscriptions are
- * served from the routing core.
- */
-export function relayMoqOptions(
-  c: RelayMoqContext,
-  admission: () => Admission | undefined,
-): MoqSessionOptions {
-  const m = c.metrics;
-  const datagramTracks = c.datagramTracks;
+/** The moq options of every relay session, before it is admitted. */
+export function relayMoqOptions(c: RelayMoqContext): MoqSessionOptions {
   return {
     announcer: c.announcer,
     origin: c.hopId,
     maxGroupQueue: c.cacheSize,
     ...(c.turns ? { deliveryTurns: c.turns } : {}),
-    announceFilter: (path) => {
-      const a = admission();
-      return a !== undefined && allowed(a, "subscribe", path);
-    },
+    log: c.log,
+  };
+}
+
+/**
+ * What an admitted relay session may do: announce and subscribe to what
+ * its admission `a` allows, its subscriptions served from the routing core.
+ */
+export function relaySessionPolicy(c: RelayMoqContext, a: Admission): SessionPolicy {
+  const m = c.metrics;
+  const datagramTracks = c.datagramTracks;
+  return {
+    announceFilter: (path) => allowed(a, "subscribe", path),
     acceptAnnounce: (path) => {
-      const a = admission();
-      if (a !== undefined && allowed(a, "publish", path)) return true;
+      if (allowed(a, "publish", path)) return true;
       // An announcement the credential does not cover never becomes a route.
       m.routeRejectionsTotal.inc({ reason: "unauthorized" });
       return false;
     },
     serve: async (r): Promise<ServeDecision> => {
       if (r.path === RTT_PING_PATH) return "not-found";
-      const a = admission();
-      if (!a || !allowed(a, "subscribe", r.path, r.track)) {
+      if (!allowed(a, "subscribe", r.path, r.track)) {
         if (r.kind !== "fetch") m.subscribeErrorsTotal.inc({ code: "unauthorized" });
         return "unauthorized";
       }
@@ -71,12 +75,8 @@ export function relayMoqOptions(
     // Clients only: a peer relay has no ledger behind it to repair a lost datagram.
     ...(datagramTracks && !datagramTracks.empty
       ? {
-        datagrams: (path: string, track: string) => {
-          const a = admission();
-          return a !== undefined && !a.peer && datagramTracks.matches(path, track);
-        },
+        datagrams: (path: string, track: string) => !a.peer && datagramTracks.matches(path, track),
       }
       : {}),
-    log: c.log,
   };
 }
