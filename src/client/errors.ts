@@ -1,4 +1,4 @@
-/** Errors the client's callers may catch. */
+/** Errors the client's callers may catch, and which failures are worth retrying. */
 
 /** The funnel answered an HTTP request with an error status. */
 export class HttpError extends Error {
@@ -22,11 +22,67 @@ export class HttpError extends Error {
   }
 }
 
-/** True for a failure worth retrying: the network, a timeout, 408, 429 or a 5xx other than 501. */
+/**
+ * A request that never got an answer: fetch itself failed (offline, DNS,
+ * connection refused; in a browser also CORS and mixed content, which look
+ * the same). Retried with backoff; a feed reports it as an `error` event
+ * once it has failed several times in a row.
+ */
+export class NetworkError extends Error {
+  /** Makes the error; `cause` is what fetch threw. */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "NetworkError";
+  }
+}
+
+/** Why a MoQ server refused a subscription: its credential (`unauthorized`) or no such track. */
+export type RefusalReason = "unauthorized" | "not-found";
+
+/** A MoQ server refused the feed's subscription, with the reason its error code carried. */
+export class RefusedError extends Error {
+  /** "unauthorized" (the credential does not allow it) or "not-found". */
+  readonly reason: RefusalReason;
+  /** Makes the error. */
+  constructor(reason: RefusalReason, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "RefusedError";
+    this.reason = reason;
+  }
+}
+
+/**
+ * The token function failed `failures` times in a row and no valid token is
+ * left. Until {@linkcode final} the client keeps trying (with backoff); a
+ * final one closes a feed.
+ */
+export class TokenError extends Error {
+  /** Calls in a row that failed. */
+  readonly failures: number;
+  /** True once the client gave up asking. */
+  readonly final: boolean;
+  /** Makes the error; `cause` is the last failure. */
+  constructor(failures: number, final: boolean, options?: ErrorOptions) {
+    super(
+      `The token function failed ${failures} time${failures === 1 ? "" : "s"} in a row`,
+      options,
+    );
+    this.name = "TokenError";
+    this.failures = failures;
+    this.final = final;
+  }
+}
+
+/**
+ * True for a failure worth retrying: the network ({@linkcode NetworkError}),
+ * a timeout, 408, 429, a 5xx other than 501, or a token function that has
+ * not failed for good yet. Any other error, including a
+ * `TypeError` thrown by the application's own code, is not.
+ */
 export function retryable(err: unknown): boolean {
   if (err instanceof HttpError) {
     return err.status === 408 || err.status === 429 || (err.status >= 500 && err.status !== 501);
   }
-  // fetch rejects with TypeError on network failures; timeouts abort with TimeoutError.
-  return err instanceof TypeError || (err as { name?: string })?.name === "TimeoutError";
+  if (err instanceof TokenError) return !err.final;
+  return err instanceof NetworkError || (err as { name?: string })?.name === "TimeoutError";
 }

@@ -7,33 +7,33 @@
  * (the {@linkcode Sequencer}). Live groups (MoQ sequence = ledger sequence
  * + 1) wait there until the next one is in. What the live link cannot
  * supply is read from the ledger: after every (re)subscription (the
- * catch-up), every second while no link is up, and for a gap that stays
+ * catch-up), polled with backoff while no link is up, and for a gap that stays
  * open past a short reorder wait or that the publisher declared dropped (a
  * skip). Small gaps are fetched over MoQ first.
  */
-import type { ReceivedGroup, TrackInfo } from "../moq/mod.ts";
 import { sleep, systemTimers, type Timers } from "../timers/mod.ts";
 import { BackpressureQueue } from "../wire/mod.ts";
 import { formatGroupId } from "../record/mod.ts";
-import { retryBackoff } from "./backoff.ts";
-import { type CertificateHash, type Dialer, dialSession, MOQ_SCHEMES } from "./dial.ts";
-import { HttpError, retryable } from "./errors.ts";
+import { pollBackoff, retryBackoff } from "./backoff.ts";
+import { type CertificateHash, type Dialer, dialSession } from "./dial.ts";
+import { HttpError, retryable, TokenError } from "./errors.ts";
+import {
+  fatalReason,
+  FeedErrorEvent,
+  type FeedErrorReason,
+  FeedGapEvent,
+  type FeedState,
+  FeedStateEvent,
+} from "./events.ts";
 import { type HttpContext, MAX_PAGE, readAfter } from "./http.ts";
 import { LinkKeeper } from "./link_keeper.ts";
-import type { LiveLink } from "./live.ts";
-import { type FeedRecord, type Positioned, recordFromFrame } from "./record.ts";
-import { type Gap, Sequencer } from "./sequencer.ts";
+import type { FeedRecord, Positioned } from "./record.ts";
+import { dropped, fetchGap, readGroup } from "./repair.ts";
+import { type Gap, type LedgerPosition, Sequencer } from "./sequencer.ts";
+import { type SessionPool, sharedSessions } from "./session_pool.ts";
 import { checkStart, type FeedStart, resolveStart } from "./start.ts";
-import { TokenKeeper, type TokenSource } from "./token.ts";
-import { parseTrackUrl, type TrackAddress } from "./track_url.ts";
-
-/**
- * What a feed is doing: `connecting` (no live subscription yet, or not any
- * more; records may still come from the ledger), `repairing` (subscribed,
- * reading what the subscription missed from the ledger), `live` (subscribed
- * and complete up to the newest record seen), `closed`.
- */
-export type FeedState = "connecting" | "live" | "repairing" | "closed";
+import { type TokenKeeper, tokenKeeperFor, type TokenSource } from "./token.ts";
+import { parseMoqUrl, parseTrackUrl, type TrackAddress } from "./track_url.ts";
 
 /** Options of {@linkcode openFeed}. */
 export interface FeedOptions {
@@ -52,6 +52,7 @@ export interface FeedOptions {
    * Credential for HTTP (bearer) and MoQ (the URL's `jwt`): a token, or a
    * function returning a fresh one, which is called again before the
    * current one expires (the MoQ session is then replaced without a gap).
+   * Feeds given the same function share its tokens and their MoQ session.
    */
   readonly token?: TokenSource;
   /** Development certificates to accept by SHA-256 (self-signed, at most 14 days). */
@@ -71,32 +72,25 @@ export interface FeedOptions {
   readonly reorderWaitMs?: number;
   /** The timers for waits, backoff, probes and renewals (default the global ones). */
   readonly timers?: Timers;
+  /** The clock those timers run on, ms since the epoch (default `Date.now`). */
+  readonly now?: () => number;
+  /** The MoQ sessions to share (default one pool for the whole application). */
+  readonly sessions?: SessionPool;
 }
 
-/** The `statechange` event a feed dispatches. */
-export class FeedStateEvent extends Event {
-  /** The new state. */
-  readonly state: FeedState;
-  /** Makes the event. */
-  constructor(state: FeedState) {
-    super("statechange");
-    this.state = state;
-  }
-}
-
-/** How often the ledger is read while no live subscription is up, ms. */
-const POLL_MS = 1_000;
 /** Gaps at most this long are fetched over MoQ before the ledger is asked over HTTP. */
 const FETCH_GAP_MAX = 256;
-/** FETCH requests in flight at once while filling a gap. */
-const FETCH_CONCURRENCY = 16;
 /** Records handed over but not yet taken by the consumer before the feed pauses. */
 const OUT_HIGH_WATER = 64;
+/** Failed ledger reads in a row after which the feed reports the funnel unreachable. */
+const UNREACHABLE_AFTER = 5;
 
 /**
  * Opens a feed of a track's records. Iterate it with `for await`; it
- * reconnects by itself and ends only when closed, or on a refusal (such as
- * 401 or 403), which the iteration then throws.
+ * reconnects by itself and ends only when closed, or on a failure the
+ * application must act on (a refused credential, a token function that
+ * keeps failing), which the iteration then throws and an `error` event
+ * ({@linkcode FeedErrorEvent}) reports.
  *
  * @example
  * ```ts
@@ -129,21 +123,26 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
   readonly #out: BackpressureQueue<FeedRecord>;
   readonly #seq: Sequencer;
   readonly #timers: Timers;
+  readonly #now: () => number;
   #state: FeedState = "connecting";
   #error: unknown = undefined;
   readonly #links: LinkKeeper;
   #catchUp = true;
   #wake: (() => void) | undefined;
   #detach: () => void = () => {};
+  /** Problems reported and not yet recovered from (each is reported once). */
+  readonly #reported = new Set<FeedErrorReason>();
 
   /** @internal Use {@linkcode openFeed}. */
   constructor(options: FeedOptions) {
     super();
     this.#address = parseTrackUrl(options.track);
+    const url = parseMoqUrl(options.moq);
     const from = checkStart(options.from ?? "latest");
-    this.#tokens = new TokenKeeper(options.token);
     this.#timers = options.timers ?? systemTimers;
-    this.#seq = new Sequencer(options.reorderWaitMs ?? 500);
+    this.#now = options.now ?? Date.now;
+    this.#tokens = tokenKeeperFor(options.token, this.#now);
+    this.#seq = new Sequencer(options.reorderWaitMs ?? 500, this.#now);
     this.#http = {
       tokens: this.#tokens,
       signal: this.#abort.signal,
@@ -151,10 +150,12 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
     };
     this.#out = new BackpressureQueue<FeedRecord>(OUT_HIGH_WATER, () => this.close());
     this.#links = new LinkKeeper({
-      url: moqUrl(options.moq),
+      url,
       tokens: this.#tokens,
       dial: options.dial ?? dialSession,
+      pool: options.sessions ?? sharedSessions,
       timers: this.#timers,
+      now: this.#now,
       ...(options.serverCertificateHashes
         ? { serverCertificateHashes: options.serverCertificateHashes }
         : {}),
@@ -163,14 +164,18 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
       name: this.#address.name,
       start: () => this.#seq.cursor + 2,
       onGroup: (group, link) => {
-        this.#seq.offer(group.sequence - 1, () => this.#read(group, link.info));
+        this.#seq.offer(group.sequence - 1, () => readGroup(this.#seq.epoch, group, link.info));
         this.#poke();
       },
       onReady: () => {
+        this.#recovered("not-found");
         this.#catchUp = true;
         this.#poke();
       },
-      onLost: () => this.#poke(),
+      onLost: (refused) => {
+        if (refused?.reason === "not-found") this.#report("not-found", refused);
+        this.#poke();
+      },
       signal: this.#abort.signal,
     });
     const signal = options.signal;
@@ -188,7 +193,7 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
     return this.#state;
   }
 
-  /** Why the feed closed, when a refusal closed it. */
+  /** Why the feed closed, when a failure closed it (the error its iteration throws). */
   get error(): unknown {
     return this.#error;
   }
@@ -198,7 +203,10 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
     return this.#links.ready ? this.#links.current?.transport : undefined;
   }
 
-  /** The group of the last record handed over (to resume later with `{ after }`). */
+  /**
+   * The group of the last record handed over: save it, and resume later
+   * with `from: { after: position }` to get every record after it once.
+   */
   get position(): string | undefined {
     const s = this.#seq;
     return s.cursor < 0 ? undefined : formatGroupId({ epoch: s.epoch, seq: s.cursor });
@@ -252,6 +260,17 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
     });
   }
 
+  /** Reports a problem once per episode; a fatal one closes the feed. */
+  #report(reason: FeedErrorReason, error: unknown, fatal = false): void {
+    if (this.#state === "closed" || (!fatal && this.#reported.has(reason))) return;
+    this.#reported.add(reason);
+    this.dispatchEvent(new FeedErrorEvent(reason, error, fatal));
+  }
+
+  #recovered(reason: FeedErrorReason): void {
+    this.#reported.delete(reason);
+  }
+
   async #run(from: FeedStart): Promise<void> {
     try {
       await this.#retrying(async () => {
@@ -264,6 +283,7 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
     } catch (err) {
       if (!this.#closing) {
         this.#error = err;
+        this.#report(fatalReason(err), err, true);
         this.close();
       }
     }
@@ -277,22 +297,32 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
         return await step();
       } catch (err) {
         if (this.#closing) return;
-        if (!retryable(err)) throw err;
+        this.#failed(err, backoff.failures + 1);
         await sleep(backoff.next(), this.#abort.signal, this.#timers);
       }
     }
   }
 
+  /** A ledger read failed: rethrows what is final, reports what keeps failing. */
+  #failed(err: unknown, failures: number): void {
+    if (!retryable(err)) throw err;
+    if (err instanceof TokenError) this.#report("token", err);
+    else if (failures >= UNREACHABLE_AFTER) this.#report("unreachable", err);
+  }
+
   // Hands records over in order and decides when to read the ledger.
   async #pump(): Promise<void> {
     const backoff = retryBackoff();
-    let lastRead = 0;
+    // While no subscription is up the ledger is polled, 1 s doubling up to 5 s, full jitter.
+    const polls = pollBackoff();
+    let pollAt = this.#now() + polls.next();
     while (!this.#closing) {
       for (let p = this.#seq.takeNext(); p; p = this.#seq.takeNext()) await this.#emit(p);
       if (this.#closing) return;
       const link = this.#links.current;
       const gap = this.#seq.gap((s) => dropped(link, s + 1));
-      const pollDue = !this.#live && Date.now() - lastRead >= POLL_MS;
+      if (this.#live) polls.reset();
+      const pollDue = !this.#live && this.#now() >= pollAt;
       if (this.#catchUp || gap?.due || pollDue) {
         const catchUp = this.#catchUp;
         this.#catchUp = false;
@@ -302,18 +332,20 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
           const readLedger = await this.#repair(gap?.due ? gap : undefined);
           if (catchUp && !readLedger) this.#catchUp = true;
           backoff.reset();
+          this.#recovered("unreachable");
+          this.#recovered("token");
         } catch (err) {
           if (this.#closing) return;
-          if (!retryable(err)) throw err;
+          this.#failed(err, backoff.failures + 1);
           if (catchUp) this.#catchUp = true;
           await sleep(backoff.next(), this.#abort.signal, this.#timers);
         }
-        lastRead = Date.now();
+        pollAt = this.#now() + polls.next();
         continue;
       }
       this.#setState(this.#live ? "live" : "connecting");
-      const until = Math.min(gap?.dueAt ?? Infinity, this.#live ? Infinity : lastRead + POLL_MS);
-      await this.#waitChange(until - Date.now());
+      const until = Math.min(gap?.dueAt ?? Infinity, this.#live ? Infinity : pollAt);
+      await this.#waitChange(until - this.#now());
     }
   }
 
@@ -328,12 +360,13 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
    */
   async #repair(gap: Gap | undefined): Promise<boolean> {
     const link = this.#links.current;
+    const seq = this.#seq;
     if (
-      gap && link?.ready && gap.to - gap.from < FETCH_GAP_MAX && await this.#fetchGap(link, gap)
+      gap && link?.ready && gap.to - gap.from < FETCH_GAP_MAX &&
+      await fetchGap(link, this.#address, seq, gap, () => this.#closing)
     ) {
       return false;
     }
-    const seq = this.#seq;
     for (;;) {
       let read;
       try {
@@ -342,70 +375,19 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
         if (err instanceof HttpError && err.status === 404) return true; // no such track yet
         throw err;
       }
-      for (const p of read.page.records) if (seq.accept(p)) await this.#emit(p);
+      for (const p of read.page.records) {
+        if (!seq.accept(p)) continue;
+        if (seq.skipped) this.#skipped(seq.skipped.from, seq.skipped.to);
+        await this.#emit(p);
+      }
       for (let p = seq.takeNext(); p; p = seq.takeNext()) await this.#emit(p);
       if (!read.more || this.#closing) return true;
     }
   }
 
-  /** Fetches the missing groups over MoQ, a window at a time; false once one could not be had. */
-  async #fetchGap(link: LiveLink, gap: Gap): Promise<boolean> {
-    const { broadcast, name } = this.#address;
-    for (let from = gap.from; from <= gap.to; from += FETCH_CONCURRENCY) {
-      const wanted: number[] = [];
-      for (let s = from; s <= Math.min(gap.to, from + FETCH_CONCURRENCY - 1); s++) wanted.push(s);
-      const got = await Promise.all(wanted.map(async (s) => {
-        try {
-          const group = await link.fetch(broadcast, name, s + 1);
-          return this.#seq.offer(s, () => this.#read(group, link.info)) || s <= this.#seq.cursor;
-        } catch {
-          // A group FETCH cannot supply is read from the ledger over HTTP instead.
-          return false;
-        }
-      }));
-      if (!got.every(Boolean) || this.#closing) return false;
-    }
-    return true;
+  /** Records the ledger no longer holds: said, never skipped silently. */
+  #skipped(from: LedgerPosition, to: LedgerPosition): void {
+    if (to.seq < 0 && from.epoch !== to.epoch) to = { epoch: from.epoch, seq: from.seq };
+    this.dispatchEvent(new FeedGapEvent(formatGroupId(from), formatGroupId(to)));
   }
-
-  /** A live or fetched group as a record; undefined when its frame cannot be read. */
-  #read(group: ReceivedGroup, info: TrackInfo | undefined): Positioned | undefined {
-    const frame = group.frames[0];
-    if (!frame) return undefined;
-    try {
-      return recordFromFrame(
-        this.#seq.epoch,
-        group.sequence - 1,
-        frame,
-        liveWallclock(group, info),
-      );
-    } catch {
-      return undefined; // the ledger supplies it instead
-    }
-  }
-}
-
-/** True when the link's publisher declared MoQ group `sequence` dropped. */
-function dropped(link: LiveLink | undefined, sequence: number): boolean {
-  return link?.drops.some(([a, b]) => sequence >= a && sequence <= b) ?? false;
-}
-
-/** The commit time a live frame carries: exact when the track's timescale is nanoseconds. */
-function liveWallclock(group: ReceivedGroup, info: TrackInfo | undefined): bigint | undefined {
-  return info?.timescale === 1_000_000_000 ? group.exactTimestamp : undefined;
-}
-
-function moqUrl(moq: string | URL): URL {
-  let url: URL;
-  try {
-    url = new URL(moq);
-  } catch {
-    throw new TypeError(`Cannot use MoQ URL "${moq}": not an absolute URL`);
-  }
-  if (!MOQ_SCHEMES.includes(url.protocol)) {
-    throw new TypeError(
-      `Cannot use MoQ URL "${url.href}": the scheme must be https, wss, ws (loopback) or moqt`,
-    );
-  }
-  return url;
 }

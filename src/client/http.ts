@@ -1,6 +1,6 @@
 /** The funnel's HTTP API as the client uses it: history pages, posts and redactions. */
 import { formatGroupId } from "../record/mod.ts";
-import { HttpError } from "./errors.ts";
+import { HttpError, NetworkError } from "./errors.ts";
 import { type HistoryPage, parseCommitted, parseHistoryPage } from "./record.ts";
 import type { TokenKeeper } from "./token.ts";
 
@@ -23,7 +23,8 @@ export interface HttpContext {
 /**
  * Sends one request with the current token. A 401 is retried once with a
  * fresh token when the source can give one. Error statuses throw
- * {@linkcode HttpError}; network failures throw what fetch throws.
+ * {@linkcode HttpError}; a request that got no answer throws
+ * {@linkcode NetworkError}, a timeout a `TimeoutError`.
  */
 export async function request(
   ctx: HttpContext,
@@ -35,12 +36,21 @@ export async function request(
     const headers: Record<string, string> = { ...init.headers };
     if (token !== undefined) headers.authorization = `Bearer ${token}`;
     const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
-    const response = await (ctx.fetch ?? fetch)(url, {
-      method: init.method,
-      headers,
-      ...(init.body === undefined ? {} : { body: init.body }),
-      signal: ctx.signal ? AbortSignal.any([ctx.signal, timeout]) : timeout,
-    });
+    let response: Response;
+    try {
+      response = await (ctx.fetch ?? fetch)(url, {
+        method: init.method,
+        headers,
+        ...(init.body === undefined ? {} : { body: init.body }),
+        signal: ctx.signal ? AbortSignal.any([ctx.signal, timeout]) : timeout,
+      });
+    } catch (err) {
+      // fetch rejects with a TypeError for every failure to get an answer; only those are retried.
+      if (!(err instanceof TypeError)) throw err;
+      throw new NetworkError(`${init.method} ${url.pathname} failed: ${err.message}`, {
+        cause: err,
+      });
+    }
     if (response.ok) return response;
     if (response.status === 401 && attempt === 0 && ctx.tokens.refreshable) {
       await response.body?.cancel();

@@ -1,17 +1,25 @@
 /**
- * Keeps one live link up for a feed: dials again with backoff when it ends,
- * replaces it before its credential expires, and follows a server's GOAWAY.
- * A replacement is subscribed before the link it replaces is closed.
+ * Keeps one live link up for a feed: subscribes again with backoff when it
+ * ends, replaces it before its credential expires, and follows a server's
+ * GOAWAY. A replacement is subscribed before the link it replaces is
+ * closed. A refusal the application must act on (the credential, after a
+ * fresh one was refused too) ends the keeper with a {@linkcode RefusedError}.
+ *
+ * The keeper sleeps until something happens: each link tells it once when
+ * it settles, and one timer waits for the credential's renewal, so a feed
+ * that stays open for days holds no more than a feed just opened.
  */
 import { goawayRedirect, type ReceivedGroup } from "../moq/mod.ts";
 import { sleep, type Timers } from "../timers/mod.ts";
 import { retryBackoff } from "./backoff.ts";
 import type { CertificateHash, Dialer } from "./dial.ts";
-import { LiveLink } from "./live.ts";
+import { type RefusedError, TokenError } from "./errors.ts";
+import { type LinkEnd, LiveLink } from "./live.ts";
+import type { SessionPool } from "./session_pool.ts";
 import type { TokenKeeper } from "./token.ts";
 
-/** How often the keeper looks at the credential's renewal time, ms. */
-const RENEW_CHECK_MS = 1_000;
+/** Longest single wait of the keeper, ms (timers cannot wait for ever). */
+const MAX_WAIT_MS = 3_600_000;
 /** Tries at moving to a GOAWAY's redirect before the draining link is left anyway. */
 const MOVE_TRIES = 4;
 /** Links to a redirect that fail to open before the keeper goes back to the URL it was given. */
@@ -25,8 +33,12 @@ export interface LinkKeeperOptions {
   readonly tokens: TokenKeeper;
   /** Opens transport sessions. */
   readonly dial: Dialer;
-  /** Timers for backoff and checks. */
+  /** The sessions links share. */
+  readonly pool: SessionPool;
+  /** Timers for backoff and renewals. */
   readonly timers: Timers;
+  /** The clock, ms. */
+  readonly now: () => number;
   /** Development certificates to accept. */
   readonly serverCertificateHashes?: readonly CertificateHash[];
   /** Extra PEM roots to trust (Deno). */
@@ -41,11 +53,13 @@ export interface LinkKeeperOptions {
   readonly onGroup: (group: ReceivedGroup, link: LiveLink) => void;
   /** Told when a link's subscription is accepted. */
   readonly onReady: (link: LiveLink) => void;
-  /** Told when the current link went away. */
-  readonly onLost: () => void;
+  /** Told when the current link went away; `refused` when the server refused it. */
+  readonly onLost: (refused: RefusedError | undefined) => void;
   /** Ends the keeper. */
   readonly signal: AbortSignal;
 }
+
+type Outcome = LinkEnd | { readonly goaway: string };
 
 /** The feed's live link, kept up; see the module doc. */
 export class LinkKeeper {
@@ -53,9 +67,12 @@ export class LinkKeeper {
   #link: LiveLink | undefined;
   /** Where a GOAWAY sent us, until a link there fails. */
   #redirect: URL | undefined;
-  /** Links whose GOAWAY was already followed. */
-  readonly #left = new WeakSet<LiveLink>();
   #redirectFailures = 0;
+  /** What the current link settled with, once it has. */
+  #outcome: Outcome | undefined;
+  /** The token each link was opened with. */
+  readonly #tokenOf = new WeakMap<LiveLink, string | undefined>();
+  #wake: (() => void) | undefined;
 
   /** Keeps links with `options` once {@linkcode run} is called. */
   constructor(options: LinkKeeperOptions) {
@@ -72,43 +89,100 @@ export class LinkKeeper {
     return this.#link?.ready ?? false;
   }
 
-  /** Keeps a link up until the signal aborts. */
+  /** Keeps a link up until the signal aborts; rejects with a refusal the application must see. */
   async run(): Promise<void> {
     const o = this.#o;
     const backoff = retryBackoff();
-    while (!o.signal.aborted) {
-      const link = this.#link ??= this.#open();
-      const renewIn = o.tokens.renewAt - Date.now();
-      const outcome = await Promise.race([
-        link.settled,
-        sleep(Math.max(0, Math.min(RENEW_CHECK_MS, renewIn)), o.signal, o.timers)
-          .then(() => undefined),
-      ]);
-      if (o.signal.aborted) break;
-      if (outcome && "goaway" in outcome && !this.#left.has(link)) {
-        this.#left.add(link);
-        await this.#move(link, goawayRedirect(outcome.goaway, o.url));
-      } else if (outcome) {
+    const onAbort = () => this.#poke();
+    o.signal.addEventListener("abort", onAbort, { once: true });
+    let unauthorized = 0;
+    try {
+      while (!o.signal.aborted) {
+        const link = this.#link ?? this.#adopt(this.#open());
+        const outcome = this.#outcome;
+        if (!outcome) {
+          const renewIn = o.tokens.renewAt - o.now();
+          // A link made with an older token than the current one (renewed for HTTP) is replaced too.
+          const stale = this.#tokenOf.get(link) !== o.tokens.current;
+          if (link.ready && (renewIn <= 0 || stale)) {
+            if (!(await this.#renew(link, renewIn <= 0))) await this.#waitFor(backoff.next());
+            continue;
+          }
+          await this.#waitFor(link.ready ? renewIn : Infinity);
+          continue;
+        }
+        if ("goaway" in outcome) {
+          this.#outcome = { ended: "left after GOAWAY" };
+          await this.#move(link, goawayRedirect(outcome.goaway, o.url));
+          continue;
+        }
         link.close();
-        if (this.#link === link) this.#link = undefined;
-        o.onLost();
+        this.#link = undefined;
+        this.#outcome = undefined;
+        if (outcome.error instanceof TokenError && outcome.error.final) throw outcome.error;
+        o.onLost(outcome.refused);
         if (link.wasReady) backoff.reset();
+        if (outcome.refused?.reason === "unauthorized") {
+          // A fresh credential may be allowed what the last one was not; a second refusal is final.
+          if (++unauthorized > 1 || !o.tokens.refreshable) throw outcome.refused;
+          await o.tokens.refresh().catch(() => {});
+        } else if (link.wasReady) unauthorized = 0;
         // A stand-in that went away, or that keeps failing: back to the URL we were given.
         if (this.#redirect && (link.wasReady || ++this.#redirectFailures >= REDIRECT_FAILURES)) {
           this.#redirect = undefined;
           this.#redirectFailures = 0;
         }
         await sleep(backoff.next(), o.signal, o.timers);
-      } else if (link.ready && Date.now() >= o.tokens.renewAt) {
-        try {
-          await o.tokens.refresh();
-        } catch {
-          continue; // tried again at the next check; the current link lives until it ends
-        }
-        await this.#replace(link);
       }
+    } finally {
+      o.signal.removeEventListener("abort", onAbort);
+      this.#link?.close();
     }
-    this.#link?.close();
+  }
+
+  /** Makes `link` the current one; it pokes the keeper when it is subscribed and when it settles. */
+  #adopt(link: LiveLink): LiveLink {
+    this.#link = link;
+    this.#outcome = undefined;
+    // Once subscribed it waits for the renewal; once settled it is replaced.
+    link.opened.then(() => this.#link === link && this.#poke());
+    link.settled.then((outcome) => {
+      if (this.#link !== link) return;
+      this.#outcome = outcome;
+      this.#poke();
+    });
+    return link;
+  }
+
+  #poke(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+
+  /** Waits for a poke (the link settled, the end) or `ms`. */
+  #waitFor(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.#o.signal.aborted) return resolve();
+      const wait = Math.max(0, Math.min(ms, MAX_WAIT_MS));
+      const timer = this.#o.timers.setTimeout(() => this.#poke(), wait);
+      this.#wake = () => {
+        this.#o.timers.clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  /** A fresh credential, then a link with it; false when either could not be had. */
+  async #renew(link: LiveLink, due: boolean): Promise<boolean> {
+    try {
+      if (due) await this.#o.tokens.refresh();
+    } catch (err) {
+      if (err instanceof TokenError && err.final) throw err;
+      return false; // asked again once the token keeper's backoff allows
+    }
+    if (due && this.#o.tokens.failures > 0) return false; // still the old token, while valid
+    return await this.#replace(link);
   }
 
   /**
@@ -128,14 +202,14 @@ export class LinkKeeper {
         await sleep(backoff.next(), this.#o.signal, this.#o.timers);
       }
     }
-    link.close(); // gone at the next turn, then dialed again
+    link.close(); // settles, and is then dialed again
   }
 
   /** Opens a new link and retires `old` once it is subscribed; false when it could not. */
   async #replace(old: LiveLink): Promise<boolean> {
     const next = this.#open();
     if (await next.opened && !this.#o.signal.aborted && this.#link === old) {
-      this.#link = next;
+      this.#adopt(next);
       old.close();
       return true;
     }
@@ -145,22 +219,30 @@ export class LinkKeeper {
 
   #open(): LiveLink {
     const o = this.#o;
-    return new LiveLink({
-      url: async () => {
+    const link: LiveLink = new LiveLink({
+      target: async () => {
         const url = new URL(this.#redirect ?? o.url);
         const token = await o.tokens.get();
+        this.#tokenOf.set(link, token);
         if (token !== undefined) url.searchParams.set("jwt", token);
-        return url;
+        return {
+          url,
+          dial: o.dial,
+          timers: o.timers,
+          now: o.now,
+          ...(o.serverCertificateHashes
+            ? { serverCertificateHashes: o.serverCertificateHashes }
+            : {}),
+          ...(o.caCerts ? { caCerts: o.caCerts } : {}),
+        };
       },
-      dial: o.dial,
-      timers: o.timers,
-      ...(o.serverCertificateHashes ? { serverCertificateHashes: o.serverCertificateHashes } : {}),
-      ...(o.caCerts ? { caCerts: o.caCerts } : {}),
+      pool: o.pool,
       broadcast: o.broadcast,
       name: o.name,
       start: o.start(),
       onGroup: o.onGroup,
       onReady: o.onReady,
     });
+    return link;
   }
 }

@@ -1,39 +1,25 @@
 /**
- * One live link: a MoQ session to the relay or the funnel's listener and
- * one subscription to the track, watched by a liveness probe. The feed
- * replaces a link that ends (reconnect) or whose credential is due (renew).
+ * One live link: a subscription to the track on a shared MoQ session (to
+ * the relay or the funnel's listener). The feed replaces a link that ends
+ * (reconnect) or whose credential is due (renew).
  */
-import { connect, MoqCode, type MoqSession, type ReceivedGroup, VERSIONS } from "../moq/mod.ts";
-import type { TrackInfo } from "../moq/mod.ts";
+import { MoqError, type ReceivedGroup, type TrackInfo } from "../moq/mod.ts";
 import { errorText } from "../error_text/mod.ts";
-import { sleep, type Timers } from "../timers/mod.ts";
-import type { CertificateHash, Dialer } from "./dial.ts";
-
-/**
- * How long a link may hear nothing before it asks the server for the
- * track's properties (lite-05 TRACK), and how long an answer may take: a
- * server that vanished without closing (killed, or the path died) is
- * noticed within about five seconds, on every transport, without waiting
- * for an idle timeout. A link that receives groups sends no probes.
- */
-export const PROBE_INTERVAL_MS = 1_500;
-/** How long a probe may go unanswered before the link is given up, ms. */
-export const PROBE_TIMEOUT_MS = 3_000;
-/** How long dialing and subscribing may take before the attempt is given up, ms. */
-const SETUP_TIMEOUT_MS = 10_000;
+import { RefusedError } from "./errors.ts";
+import {
+  PROBE_TIMEOUT_MS,
+  type SessionLease,
+  type SessionPool,
+  type SessionTarget,
+  SETUP_TIMEOUT_MS,
+} from "./session_pool.ts";
 
 /** What a link needs. */
 export interface LinkOptions {
   /** Where to dial, with the current credential in its `jwt` parameter. */
-  readonly url: () => Promise<URL>;
-  /** Opens the transport session. */
-  readonly dial: Dialer;
-  /** The probe's timers. */
-  readonly timers: Timers;
-  /** Development certificates to accept by hash. */
-  readonly serverCertificateHashes?: readonly CertificateHash[];
-  /** Extra PEM roots to trust (Deno). */
-  readonly caCerts?: readonly string[];
+  readonly target: () => Promise<SessionTarget>;
+  /** The sessions shared with other links. */
+  readonly pool: SessionPool;
   /** Broadcast path and track name. */
   readonly broadcast: string;
   /** Track name. */
@@ -46,41 +32,50 @@ export interface LinkOptions {
   readonly onReady: (link: LiveLink) => void;
 }
 
-/** A MoQ session with one subscription; `ended` resolves (never rejects) with why it ended. */
+/** How a link ended: why, and the server's refusal when it refused the subscription. */
+export interface LinkEnd {
+  /** Why, in words. */
+  readonly ended: string;
+  /** Set when the server refused the subscription (its error code said why). */
+  readonly refused?: RefusedError;
+  /** What ended it, when something failed. */
+  readonly error?: unknown;
+}
+
+/** A subscription on a shared session; `settled` resolves (never rejects) once it is over. */
 export class LiveLink {
-  /** Resolves with a reason once the link is over. */
-  readonly ended: Promise<string>;
   /** Resolves true once the subscription is accepted, false if the link ended first. */
   readonly opened: Promise<boolean>;
   /**
    * Resolves with whichever comes first: the link ended, or the server asked
    * it to go away (GOAWAY, with the URI to move to, possibly empty).
    */
-  readonly settled: Promise<{ readonly ended: string } | { readonly goaway: string }>;
+  readonly settled: Promise<LinkEnd | { readonly goaway: string }>;
   readonly #abort = new AbortController();
-  #moq: MoqSession | undefined;
+  #lease: SessionLease | undefined;
+  #transport: string | undefined;
+  #version: string | undefined;
   #info: TrackInfo | undefined;
   #drops: () => ReadonlyArray<readonly [number, number]> = () => [];
   #ready = false;
-  #heardAt = 0;
   #opened!: (ready: boolean) => void;
-  #goaway!: (uri: string) => void;
 
-  /** Starts dialing at once. */
+  /** Starts subscribing at once. */
   constructor(options: LinkOptions) {
     this.opened = new Promise((resolve) => this.#opened = resolve);
-    const goaway = new Promise<string>((resolve) => this.#goaway = resolve);
-    this.ended = this.#run(options).then(
-      (reason) => reason,
-      (err) => errorText(err),
+    let goaway!: (uri: string) => void;
+    const away = new Promise<string>((resolve) => goaway = resolve);
+    const ended = this.#run(options, goaway).then(
+      (ended): LinkEnd => ({ ended }),
+      (err): LinkEnd => {
+        const refused = refusal(err);
+        return { ended: errorText(err), error: err, ...(refused ? { refused } : {}) };
+      },
     ).finally(() => {
       this.close();
       this.#opened(false);
     });
-    this.settled = Promise.race([
-      this.ended.then((ended) => ({ ended })),
-      goaway.then((uri) => ({ goaway: uri })),
-    ]);
+    this.settled = Promise.race([ended, away.then((uri) => ({ goaway: uri }))]);
   }
 
   /** True once the subscription was accepted, even if the link has ended since. */
@@ -98,9 +93,9 @@ export class LiveLink {
     return this.#info;
   }
 
-  /** The transport the link's session runs on, once dialed. */
+  /** The transport the link's session runs on, once set up. */
   get transport(): string | undefined {
-    return this.#moq?.transport.transport;
+    return this.#transport;
   }
 
   /** MoQ ranges (inclusive) the publisher said it will never deliver. */
@@ -108,85 +103,73 @@ export class LiveLink {
     return this.#drops();
   }
 
-  /** Fetches one group over this link (lite-05); rejects when it is not available. */
-  fetch(broadcast: string, name: string, sequence: number): Promise<ReceivedGroup> {
-    const moq = this.#moq;
-    if (!moq || moq.version !== "moq-lite-05") {
-      return Promise.reject(new Error("No lite-05 session to fetch over"));
+  /** Fetches one group over this link's session (lite-05); rejects when it is not available. */
+  async fetch(broadcast: string, name: string, sequence: number): Promise<ReceivedGroup> {
+    const session = this.#lease?.session;
+    if (!session || session.over || this.#version !== "moq-lite-05") {
+      throw new Error("No lite-05 session to fetch over");
     }
-    return moq.fetch(broadcast, name, sequence, {
-      signal: AbortSignal.any([this.#abort.signal, AbortSignal.timeout(PROBE_TIMEOUT_MS)]),
-    });
+    const moq = await session.moq;
+    const signal = AbortSignal.any([this.#abort.signal, AbortSignal.timeout(PROBE_TIMEOUT_MS)]);
+    const group = await moq.fetch(broadcast, name, sequence, { signal });
+    session.heard();
+    return group;
   }
 
-  /** Ends the link (idempotent). */
+  /** Ends the link (idempotent); the session lives on while other links hold it. */
   close(): void {
     this.#abort.abort();
-    this.#moq?.close(MoqCode.None, "closed");
+    this.#lease?.release();
   }
 
-  async #run(o: LinkOptions): Promise<string> {
+  async #run(o: LinkOptions, goaway: (uri: string) => void): Promise<string> {
     const signal = this.#abort.signal;
-    const setup = AbortSignal.any([signal, AbortSignal.timeout(SETUP_TIMEOUT_MS)]);
-    const session = await o.dial(await o.url(), {
-      protocols: VERSIONS,
-      ...(o.serverCertificateHashes ? { serverCertificateHashes: o.serverCertificateHashes } : {}),
-      ...(o.caCerts ? { caCerts: o.caCerts } : {}),
-      signal: setup,
-    });
+    const target = await o.target();
+    if (signal.aborted) return "closed";
+    const lease = o.pool.lease(target, { broadcast: o.broadcast, name: o.name });
+    this.#lease = lease;
     if (signal.aborted) {
-      session.close(MoqCode.None, "closed");
+      lease.release();
       return "closed";
     }
-    const moq = await connect(session, { signal });
-    this.#moq = moq;
-    moq.goaway.then(this.#goaway);
-    const sub = moq.subscribe(o.broadcast, o.name, { start: o.start, queueLimit: 4096 });
+    const session = lease.session;
+    const setupTimeout = AbortSignal.timeout(SETUP_TIMEOUT_MS);
+    const moq = await session.moq;
+    this.#transport = moq.transport.transport;
+    this.#version = moq.version;
+    moq.goaway.then(goaway);
+    const sub = moq.subscribe(o.broadcast, o.name, { start: o.start, queueLimit: 4096, signal });
     this.#drops = () => sub.drops;
     const timedOut = new Promise<never>((_, reject) => {
       const onTimeout = () => reject(new Error("the subscription was not accepted in time"));
-      setup.addEventListener("abort", onTimeout, { once: true });
-      sub.ready.finally(() => setup.removeEventListener("abort", onTimeout)).catch(() => {});
+      setupTimeout.addEventListener("abort", onTimeout, { once: true });
+      sub.ready.finally(() => setupTimeout.removeEventListener("abort", onTimeout)).catch(() => {});
     });
-    await Promise.race([sub.ready, timedOut]);
+    // The session's end ends the link even when the subscription does not notice.
+    const sessionEnded = session.ended.then((why) => {
+      throw new MoqError("closed", `Session ended: ${why}`);
+    });
+    sessionEnded.catch(() => {});
+    await Promise.race([sub.ready, timedOut, sessionEnded]);
     this.#info = sub.info;
     this.#ready = true;
     this.#opened(true);
     o.onReady(this);
-    const probing = moq.version === "moq-lite-05" ? this.#probe(moq, o) : undefined;
     try {
       for await (const group of sub) {
-        this.#heardAt = Date.now();
+        session.heard();
         o.onGroup(group, this);
       }
       return signal.aborted ? "closed" : "the publisher ended the track";
     } finally {
-      this.#abort.abort();
-      await probing;
+      sub.close();
     }
   }
+}
 
-  // A TRACK request after each quiet interval: an answer proves the server and the path still work.
-  async #probe(moq: MoqSession, o: LinkOptions): Promise<void> {
-    const signal = this.#abort.signal;
-    this.#heardAt = Date.now();
-    while (!signal.aborted) {
-      await sleep(this.#heardAt + PROBE_INTERVAL_MS - Date.now(), signal, o.timers);
-      if (signal.aborted) return;
-      if (Date.now() - this.#heardAt < PROBE_INTERVAL_MS) continue; // groups arrived meanwhile
-      let timer: unknown;
-      const answered = await Promise.race([
-        moq.trackInfo(o.broadcast, o.name).then(() => true, () => false),
-        new Promise<false>((resolve) => {
-          timer = o.timers.setTimeout(() => resolve(false), PROBE_TIMEOUT_MS);
-        }),
-      ]);
-      o.timers.clearTimeout(timer);
-      if (!answered && !signal.aborted) {
-        moq.close(MoqCode.Transport, "no answer from the server");
-        return;
-      }
-      this.#heardAt = Date.now();
-    }
-  }
+/** The refusal a subscription failed with, when its server's error code named one. */
+function refusal(err: unknown): RefusedError | undefined {
+  if (!(err instanceof MoqError)) return undefined;
+  if (err.kind !== "unauthorized" && err.kind !== "not-found") return undefined;
+  return new RefusedError(err.kind, err.message, { cause: err });
 }

@@ -2,8 +2,9 @@
  * The sluice client for application developers, in browsers (bundled) and
  * in Deno: {@linkcode openFeed} reads a track's records in commit order,
  * from any point in its history and then live, with no gap and no
- * duplicate across reconnects and skips; {@linkcode post} and
- * {@linkcode redact} write, retried safely.
+ * duplicate across reconnects and skips; {@linkcode history} reads older
+ * pages; {@linkcode post} and {@linkcode redact} write, retried safely.
+ * Feeds to the same server share one MoQ session.
  *
  * In a browser, `https://` MoQ URLs use the browser's WebTransport. In
  * Deno, `https://` uses sluice's own WebTransport client and `moqt://`
@@ -22,11 +23,20 @@
  *
  * @module
  */
-export { Feed, type FeedOptions, type FeedState, FeedStateEvent, openFeed } from "./feed.ts";
+export { Feed, type FeedOptions, openFeed } from "./feed.ts";
+export {
+  FeedErrorEvent,
+  type FeedErrorReason,
+  FeedGapEvent,
+  type FeedState,
+  FeedStateEvent,
+} from "./events.ts";
 export { type FeedStart } from "./start.ts";
 export { type FeedRecord } from "./record.ts";
-export { HttpError } from "./errors.ts";
-export { type TokenSource } from "./token.ts";
+export { history, type HistoryOptions, type HistoryPage } from "./history.ts";
+export { HttpError, NetworkError, type RefusalReason, RefusedError, TokenError } from "./errors.ts";
+export { TOKEN_ATTEMPTS, type TokenSource } from "./token.ts";
+export { SessionPool, sharedSessions } from "./session_pool.ts";
 export { type Committed, post, type PostOptions, redact } from "./post.ts";
 export type { CertificateHash, Dialer, DialOptions } from "./dial.ts";
 export { parseTrackUrl, type TrackAddress } from "./track_url.ts";

@@ -15,7 +15,7 @@ export interface FeedRecord {
   readonly payload?: unknown;
   /** For a redaction: the group whose payload it removed. */
   readonly redacts?: string;
-  /** True when the record's payload was removed by a redaction committed earlier. */
+  /** True when the record's payload was removed by a redaction committed before it was read. */
   readonly redacted?: true;
   /** Commit time in Unix nanoseconds, when known (always from history; live when the frame carries it). */
   readonly wallclock?: bigint;
@@ -132,7 +132,8 @@ export function parseCommitted(text: string): { group: string; wallclock: bigint
 const decoder = new TextDecoder();
 
 /**
- * Reads a live frame (`{"sender"?,"payload"}` or `{"sender"?,"redacts"}`)
+ * Reads a live or fetched frame (`{"sender"?,"payload"}`,
+ * `{"sender"?,"redacts"}`, or `{"redacted":true}` for a redacted record)
  * as the record of group `seq` in `epoch`. Throws SyntaxError for a frame
  * that is not one.
  */
@@ -151,12 +152,17 @@ export function recordFromFrame(
     sender?: string;
     payload?: unknown;
     redacts?: string;
+    redacted?: true;
     wallclock?: bigint;
   } = { group: formatGroupId({ epoch, seq }) };
-  if (typeof v.sender === "string") record.sender = v.sender;
-  if (typeof v.redacts === "string") record.redacts = v.redacts;
-  else if ("payload" in v) record.payload = v.payload;
-  else throw new SyntaxError("Cannot read frame: neither payload nor redacts");
+  // A redacted record (as FETCH and a restored track's newest answer it) keeps no sender.
+  if (v.redacted === true) record.redacted = true;
+  else {
+    if (typeof v.sender === "string") record.sender = v.sender;
+    if (typeof v.redacts === "string") record.redacts = v.redacts;
+    else if ("payload" in v) record.payload = v.payload;
+    else throw new SyntaxError("Cannot read frame: neither payload, redacts nor redacted");
+  }
   if (wallclock !== undefined) record.wallclock = wallclock;
   return { epoch, seq, record };
 }

@@ -5,6 +5,14 @@
  */
 import type { Positioned } from "./record.ts";
 
+/** A place in the ledger: an epoch and a sequence in it. */
+export interface LedgerPosition {
+  /** Ledger epoch. */
+  readonly epoch: number;
+  /** Ledger sequence. */
+  readonly seq: number;
+}
+
 /** Live records held while an older one is missing; later ones are left to the ledger. */
 export const PENDING_MAX = 4096;
 
@@ -26,6 +34,12 @@ export class Sequencer {
   epoch = 1;
   /** Sequence of the last record delivered; -1 before the first. */
   cursor = -1;
+  /**
+   * What the last {@linkcode accept} went past without a record: the ledger
+   * no longer holds it (retention, or a new epoch began). The sequence `to`
+   * may be -1 when a new epoch starts with its first record.
+   */
+  skipped: { from: LedgerPosition; to: LedgerPosition } | undefined;
   readonly #pending = new Map<number, Positioned>();
   readonly #waitMs: number;
   readonly #now: () => number;
@@ -79,6 +93,14 @@ export class Sequencer {
    */
   accept(p: Positioned): boolean {
     if (p.epoch < this.epoch || (p.epoch === this.epoch && p.seq <= this.cursor)) return false;
+    this.skipped = p.epoch !== this.epoch
+      ? {
+        from: { epoch: this.epoch, seq: this.cursor + 1 },
+        to: { epoch: p.epoch, seq: p.seq - 1 },
+      }
+      : p.seq > this.cursor + 1
+      ? { from: { epoch: p.epoch, seq: this.cursor + 1 }, to: { epoch: p.epoch, seq: p.seq - 1 } }
+      : undefined;
     if (p.epoch !== this.epoch) {
       // A new epoch starts its sequences again: nothing held belongs to it.
       this.epoch = p.epoch;

@@ -1,10 +1,15 @@
 /** Credentials for HTTP and MoQ: a fixed token, or a function that returns a fresh one. */
+import type { Backoff } from "../timers/mod.ts";
+import { tokenBackoff } from "./backoff.ts";
+import { TokenError } from "./errors.ts";
 
 /** A bearer token, or a function returning a fresh one (called again before the current expires). */
 export type TokenSource = string | (() => string | Promise<string>);
 
 /** Longest head start a refresh takes before expiry, ms. */
 const MAX_MARGIN_MS = 60_000;
+/** Failed calls in a row, with no valid token left, after which the failure is final. */
+export const TOKEN_ATTEMPTS = 6;
 
 /** When a compact JWT's `exp` and `iat` say it expires, ms since the epoch; undefined if unknown. */
 export function tokenLifetime(token: string): { issuedAt?: number; expiresAt: number } | undefined {
@@ -26,21 +31,39 @@ export function tokenLifetime(token: string): { issuedAt?: number; expiresAt: nu
   }
 }
 
+interface Current {
+  readonly token: string;
+  readonly renewAt: number;
+  readonly expiresAt: number;
+}
+
 /**
  * Holds the current token of a {@linkcode TokenSource}: a function is asked
  * again a quarter of the token's lifetime (at most a minute) before its
- * `exp`, or at once after the server refused it.
+ * `exp`, or at once after the server refused it. A failing function is
+ * asked again only after a backoff (1 s doubling up to 30 s, full jitter),
+ * however many callers want a token meanwhile; they keep the current token
+ * while it is valid. After {@linkcode TOKEN_ATTEMPTS} failures in a row with
+ * no valid token left, callers get a {@linkcode TokenError}.
  */
 export class TokenKeeper {
   readonly #source: TokenSource | undefined;
   readonly #now: () => number;
-  #current: { token: string; renewAt: number } | undefined;
+  readonly #backoff: Backoff;
+  #current: Current | undefined;
   #pending: Promise<string> | undefined;
+  #retryAt = -Infinity;
+  #lastError: unknown;
 
   /** Keeps `source`'s token; `now` is the clock in ms. */
-  constructor(source: TokenSource | undefined, now: () => number = Date.now) {
+  constructor(
+    source: TokenSource | undefined,
+    now: () => number = Date.now,
+    random?: () => number,
+  ) {
     this.#source = source;
     this.#now = now;
+    this.#backoff = tokenBackoff(random);
   }
 
   /** True when the source can give a fresh token (a function). */
@@ -48,9 +71,23 @@ export class TokenKeeper {
     return typeof this.#source === "function";
   }
 
-  /** When the current token should be replaced, ms since the epoch (Infinity when never). */
+  /**
+   * When the keeper wants to ask the source next, ms on its clock (Infinity
+   * when never): the renewal time, or after a failure the end of its backoff.
+   */
   get renewAt(): number {
-    return this.#current?.renewAt ?? Infinity;
+    const renew = this.#current?.renewAt ?? Infinity;
+    return this.#backoff.failures > 0 ? Math.max(renew, this.#retryAt) : renew;
+  }
+
+  /** The token held now, if any (a string source's own token). */
+  get current(): string | undefined {
+    return typeof this.#source === "string" ? this.#source : this.#current?.token;
+  }
+
+  /** Failed calls of the source in a row. */
+  get failures(): number {
+    return this.#backoff.failures;
   }
 
   /** The token to use now, refreshed when it is due; undefined without a source. */
@@ -63,18 +100,29 @@ export class TokenKeeper {
     return await this.refresh();
   }
 
-  /** Asks the source for a new token (shared by concurrent callers). */
+  /**
+   * Asks the source for a new token (shared by concurrent callers), unless
+   * a failure's backoff is still running: then the current token while it
+   * is valid, else the last failure.
+   */
   refresh(): Promise<string | undefined> {
     const source = this.#source;
     if (typeof source !== "function") return Promise.resolve(source);
+    if (this.#now() < this.#retryAt) return Promise.resolve(this.#fallback());
     this.#pending ??= (async () => {
       try {
         const token = await source();
         if (typeof token !== "string" || token === "") {
           throw new TypeError("The token function returned no token");
         }
-        this.#current = { token, renewAt: this.#renewAt(token) };
+        this.#current = { token, ...this.#times(token) };
+        this.#backoff.reset();
+        this.#retryAt = -Infinity;
         return token;
+      } catch (err) {
+        this.#lastError = err;
+        this.#retryAt = this.#now() + this.#backoff.next();
+        return this.#fallback();
       } finally {
         this.#pending = undefined;
       }
@@ -82,11 +130,37 @@ export class TokenKeeper {
     return this.#pending;
   }
 
-  #renewAt(token: string): number {
+  /** The current token while it is valid; else the failure, final after enough of them. */
+  #fallback(): string {
+    const current = this.#current;
+    if (current && this.#now() < current.expiresAt) return current.token;
+    const failures = this.#backoff.failures;
+    throw new TokenError(failures, failures >= TOKEN_ATTEMPTS, { cause: this.#lastError });
+  }
+
+  #times(token: string): { renewAt: number; expiresAt: number } {
     const life = tokenLifetime(token);
-    if (!life) return Infinity;
+    if (!life) return { renewAt: Infinity, expiresAt: Infinity };
     const now = this.#now();
     const lifetime = life.expiresAt - (life.issuedAt ?? now);
-    return life.expiresAt - Math.min(MAX_MARGIN_MS, Math.max(0, lifetime / 4));
+    const margin = Math.min(MAX_MARGIN_MS, Math.max(0, lifetime / 4));
+    return { renewAt: life.expiresAt - margin, expiresAt: life.expiresAt };
   }
+}
+
+const shared = new WeakMap<() => string | Promise<string>, TokenKeeper>();
+
+/**
+ * The keeper of `source`: every feed given the same token function shares
+ * one keeper, so the function is called once per renewal for all of them
+ * and they can share one MoQ session. A string gets a keeper of its own.
+ */
+export function tokenKeeperFor(
+  source: TokenSource | undefined,
+  now: () => number = Date.now,
+): TokenKeeper {
+  if (typeof source !== "function") return new TokenKeeper(source, now);
+  let keeper = shared.get(source);
+  if (!keeper) shared.set(source, keeper = new TokenKeeper(source, now));
+  return keeper;
 }

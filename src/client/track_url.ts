@@ -1,4 +1,5 @@
-/** A funnel track URL and the MoQ names it stands for. */
+/** A funnel track URL and the MoQ names it stands for, and the MoQ URL a feed dials. */
+import { MOQ_SCHEMES } from "./dial.ts";
 
 /** Where a track lives: its HTTP URL, and its broadcast path and name for subscribers. */
 export interface TrackAddress {
@@ -48,4 +49,20 @@ export function parseTrackUrl(track: string | URL): TrackAddress {
   url.search = "";
   url.hash = "";
   return { url, broadcast: decoded.slice(0, -1).join("/"), name: decoded.at(-1)! };
+}
+
+/** Reads a feed's MoQ URL; throws TypeError for one no dialer takes. */
+export function parseMoqUrl(moq: string | URL): URL {
+  let url: URL;
+  try {
+    url = new URL(moq);
+  } catch {
+    throw new TypeError(`Cannot use MoQ URL "${moq}": not an absolute URL`);
+  }
+  if (!MOQ_SCHEMES.includes(url.protocol)) {
+    throw new TypeError(
+      `Cannot use MoQ URL "${url.href}": the scheme must be https, wss, ws (loopback) or moqt`,
+    );
+  }
+  return url;
 }

@@ -2,7 +2,8 @@
 // and a payload is never touched.
 import assert from "node:assert/strict";
 import { parseCommitted, parseHistoryPage, recordFromFrame } from "../../src/client/record.ts";
-import { parseTrackUrl } from "../../src/client/mod.ts";
+import { HttpError, NetworkError, parseTrackUrl } from "../../src/client/mod.ts";
+import { retryable } from "../../src/client/errors.ts";
 import { TokenKeeper, tokenLifetime } from "../../src/client/token.ts";
 
 Deno.test("history pages keep 19-digit wallclocks exact and payloads as posted", () => {
@@ -81,4 +82,17 @@ Deno.test("a token function is asked again a quarter of the lifetime before expi
   assert.equal(calls, 2);
   assert.equal(keeper.renewAt, 160_000);
   assert.equal(await new TokenKeeper("fixed").get(), "fixed");
+});
+
+Deno.test("a redacted record's frame (as FETCH answers it) is a redacted record", () => {
+  const enc = new TextEncoder();
+  const p = recordFromFrame(1, 7, enc.encode('{"redacted":true}'), 9n);
+  assert.deepEqual(p.record, { group: "e000001-g00000007", redacted: true, wallclock: 9n });
+});
+
+Deno.test("only failures that got no answer are retried, not every TypeError", () => {
+  assert.equal(retryable(new NetworkError("offline")), true);
+  assert.equal(retryable(new TypeError("a bug in the application")), false);
+  assert.equal(retryable(new HttpError(503, "busy")), true);
+  assert.equal(retryable(new HttpError(403, "no")), false);
 });
