@@ -6,6 +6,7 @@ import {
   encodeSubscribe,
   encodeSubscribeUpdate,
   MAX_CONTROL_MESSAGE,
+  type SubscribeResponse,
 } from "../codec/mod.ts";
 import { MoqError, refusalKind } from "../errors.ts";
 import { normalizePath } from "../../path/mod.ts";
@@ -14,7 +15,7 @@ import { errorText } from "../../error_text/mod.ts";
 import { SessionClosedError, StreamError } from "../../transport/mod.ts";
 import type { SessionCore } from "./core.ts";
 import { requestTrackInfo } from "./fetch.ts";
-import { ClosableRequest } from "./request_stream.ts";
+import { ClosableRequest, type RequestStream } from "./request_stream.ts";
 import { Subscription } from "./subscription.ts";
 import type { SubscribeOptions } from "./types.ts";
 
@@ -68,57 +69,11 @@ async function runSubscribe(
     if (closing.aborted) return;
     const { r, w } = await request.open(core, 100);
     if (closing.aborted) return request.close();
-    sub._current = {
-      priority: options.priority ?? 0,
-      ordered: false,
-      maxLatency: 0,
-      start: options.start,
-      end: options.end,
-    };
-    await w.write(concatBytes([
-      encodeVarint(BidiType.Subscribe),
-      encodeSubscribe({
-        id: sub.id,
-        path: wirePath(sub.path),
-        track: sub.track,
-        ...sub._current,
-      }),
-    ]));
+    await sendSubscribe(sub, options, w);
     sub._sendUpdate = (u) => w.write(encodeSubscribeUpdate(u));
-    let first = true;
-    while (!(await r.done())) {
-      const type = await r.u53("response type");
-      const resp = decodeSubscribeResponse(
-        type,
-        await r.message("subscribe response", MAX_CONTROL_MESSAGE),
-        core.version,
-      );
-      if (core.version === "moq-lite-04") {
-        if (first && resp.kind !== "ok") {
-          throw new MoqError("protocol", "first response is not SUBSCRIBE_OK");
-        }
-        if (resp.kind === "ok") {
-          sub.info ??= {
-            priority: resp.priority,
-            ordered: resp.ordered,
-            maxLatency: resp.maxLatency,
-            timescale: 1000,
-          };
-          sub._accept();
-        }
-        sub._answer();
-      } else if (resp.kind === "end") {
-        sub._endGroup = Math.min(resp.group, sub._endGroup ?? Infinity);
-      } else if (resp.kind === "start") {
-        sub._startGroup ??= resp.group;
-      }
-      if (resp.kind === "drop") sub._drop(resp.start, resp.end);
-      if (core.version === "moq-lite-05") sub._answer();
-      first = false;
-    }
     // A publisher always answers before finishing (lite-04 SUBSCRIBE_OK, lite-05
     // START or END), so a bare FIN is a refusal sent without a reset code.
-    if (first) {
+    if (!(await followResponses(core, sub, r))) {
       throw new MoqError("refused", `Subscription to "${sub.path}" "${sub.track}" refused`);
     }
     sub._publisherDone = true;
@@ -132,6 +87,78 @@ async function runSubscribe(
     request.release();
     if (closing.aborted || sub._queue.ended) request.close();
   }
+}
+
+async function sendSubscribe(
+  sub: Subscription,
+  options: SubscribeOptions,
+  w: RequestStream["w"],
+): Promise<void> {
+  sub._current = {
+    priority: options.priority ?? 0,
+    ordered: false,
+    maxLatency: 0,
+    start: options.start,
+    end: options.end,
+  };
+  await w.write(concatBytes([
+    encodeVarint(BidiType.Subscribe),
+    encodeSubscribe({
+      id: sub.id,
+      path: wirePath(sub.path),
+      track: sub.track,
+      ...sub._current,
+    }),
+  ]));
+}
+
+// Applies the publisher's responses until it finishes; false when it sent none.
+async function followResponses(
+  core: SessionCore,
+  sub: Subscription,
+  r: RequestStream["r"],
+): Promise<boolean> {
+  let first = true;
+  while (!(await r.done())) {
+    const type = await r.u53("response type");
+    const resp = decodeSubscribeResponse(
+      type,
+      await r.message("subscribe response", MAX_CONTROL_MESSAGE),
+      core.version,
+    );
+    applyResponse(core, sub, resp, first);
+    first = false;
+  }
+  return !first;
+}
+
+function applyResponse(
+  core: SessionCore,
+  sub: Subscription,
+  resp: SubscribeResponse,
+  first: boolean,
+): void {
+  if (core.version === "moq-lite-04") {
+    if (first && resp.kind !== "ok") {
+      throw new MoqError("protocol", "first response is not SUBSCRIBE_OK");
+    }
+    if (resp.kind === "ok") {
+      sub.info ??= {
+        priority: resp.priority,
+        ordered: resp.ordered,
+        maxLatency: resp.maxLatency,
+        timescale: 1000,
+      };
+      sub._accept();
+    }
+    sub._answer();
+  } else if (resp.kind === "end") {
+    sub._endGroup = Math.min(resp.group, sub._endGroup ?? Infinity);
+  } else if (resp.kind === "start") {
+    sub._startGroup ??= resp.group;
+  }
+  if (resp.kind === "drop") sub._drop(resp.start, resp.end);
+  if (core.version === "moq-lite-05") sub._answer();
 }
 
 /** What a failed SUBSCRIBE request means for its subscription. */
