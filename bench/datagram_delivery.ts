@@ -4,32 +4,29 @@
 // sends to another here, and how many arrive. Then, for each offered rate, a
 // relay process (RELAY_DATAGRAM_TRACKS=bench/dgram) fans one publisher's
 // small single-frame groups out to N subscriber sessions held by a
-// load-generator worker (bench/loadgen/worker.ts), once on a stream track and
+// load-generator worker (bench/support/loadgen/worker.ts), once on a stream track and
 // once on a datagram track: groups per second delivered, share lost (never
 // delivered; a feed would repair these from the ledger), p50/p99 latency, and
 // what the relay counted.
 //
 //   deno run -A bench/datagram_delivery.ts [--subscribers 20] [--rates 100,500,1500]
 //     [--size 100] [--seconds 5] [--raw-seconds 2]
-import { parseArgs } from "node:util";
+import { benchArgs } from "./support/args.ts";
 import { TrackProducer } from "../src/moq/mod.ts";
 import { connectQuicSession, listenQuic } from "../src/transport/mod.ts";
 import { generateDevCertificate } from "../src/certs/mod.ts";
-import { LatencyHistogram } from "./loadgen/latency.ts";
-import { CLOCK_TICKS_PER_SECOND, cpuTicks, relayPid } from "./loadgen/proc_stats.ts";
-import { type FromWorker, wallNow } from "./loadgen/protocol.ts";
+import { LatencyHistogram } from "./support/loadgen/latency.ts";
+import { CLOCK_TICKS_PER_SECOND, cpuTicks, relayPid } from "./support/loadgen/proc_stats.ts";
+import { type FromWorker, wallNow } from "./support/loadgen/protocol.ts";
 import { benchMesh, waitFor } from "./support/relay_processes.ts";
 import { sleep } from "../src/timers/mod.ts";
 
-const { values } = parseArgs({
-  args: Deno.args,
-  options: {
-    subscribers: { type: "string", default: "20" },
-    rates: { type: "string", default: "100,500,1500" },
-    size: { type: "string", default: "100" },
-    seconds: { type: "string", default: "5" },
-    "raw-seconds": { type: "string", default: "2" },
-  },
+const { values } = benchArgs({
+  subscribers: { type: "string", default: "20" },
+  rates: { type: "string", default: "100,500,1500" },
+  size: { type: "string", default: "100" },
+  seconds: { type: "string", default: "5" },
+  "raw-seconds": { type: "string", default: "2" },
 });
 const subscribers = Number(values.subscribers);
 const rates = values.rates.split(",").map(Number);
@@ -114,7 +111,9 @@ async function run(mode: "stream" | "datagram", rate: number): Promise<Result> {
     // Two workers, half the subscribers each, so the receiving side has a thread per core.
     const reports: Report[][] = [[], []];
     for (const [i, n] of [Math.ceil(subscribers / 2), Math.floor(subscribers / 2)].entries()) {
-      const w = new Worker(new URL("./loadgen/worker.ts", import.meta.url), { type: "module" });
+      const w = new Worker(new URL("./support/loadgen/worker.ts", import.meta.url), {
+        type: "module",
+      });
       w.onmessage = (e: MessageEvent<FromWorker>) => {
         if (e.data.type === "report") reports[i]!.push(e.data);
       };

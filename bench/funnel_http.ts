@@ -21,20 +21,17 @@
  *     [--compare ../main]
  */
 import { exportJWK, generateKeyPair } from "jose";
-import { parseArgs } from "node:util";
+import { benchArgs } from "./support/args.ts";
 import { createSigner, ed25519Thumbprint } from "../src/auth/mod.ts";
-import { CLOCK_TICKS_PER_SECOND, cpuTicks } from "./loadgen/proc_stats.ts";
+import { CLOCK_TICKS_PER_SECOND, cpuTicks } from "./support/loadgen/proc_stats.ts";
 import { loadGeneratorName, postLoad, spawnListening } from "./support/post_load.ts";
 
-const { values } = parseArgs({
-  args: Deno.args,
-  options: {
-    seconds: { type: "string", default: "5" },
-    connections: { type: "string", default: "32" },
-    rounds: { type: "string", default: "3" },
-    threads: { type: "boolean", default: false },
-    compare: { type: "string" },
-  },
+const { values } = benchArgs({
+  seconds: { type: "string", default: "5" },
+  connections: { type: "string", default: "32" },
+  rounds: { type: "string", default: "3" },
+  threads: { type: "boolean", default: false },
+  compare: { type: "string" },
 });
 const seconds = Number(values.seconds);
 const connections = Number(values.connections);

@@ -12,25 +12,22 @@
  *   deno run -A bench/funnel_live.ts [--via listener|relay|both] [--rate 1000]
  *     [--subscribers 100] [--seconds 10] [--warmup 2]
  */
-import { parseArgs } from "node:util";
+import { benchArgs } from "./support/args.ts";
 import { generateDevCertificate } from "../src/certs/mod.ts";
 import { connect, type MoqSession, VERSIONS } from "../src/moq/mod.ts";
 import { connectQuicSession } from "../src/transport/mod.ts";
 import { freeUdpTcpPort } from "../src/transport/mod.ts";
 import { sleep } from "../src/timers/mod.ts";
 
-const { values } = parseArgs({
-  args: Deno.args,
-  options: {
-    via: { type: "string", default: "both" },
-    rate: { type: "string", default: "1000" },
-    subscribers: { type: "string", default: "100" },
-    seconds: { type: "string", default: "10" },
-    warmup: { type: "string", default: "2" },
-    role: { type: "string", default: "bench" },
-    port: { type: "string", default: "0" },
-    cert: { type: "string", default: "" },
-  },
+const { values } = benchArgs({
+  via: { type: "string", default: "both" },
+  rate: { type: "string", default: "1000" },
+  subscribers: { type: "string", default: "100" },
+  seconds: { type: "string", default: "10" },
+  warmup: { type: "string", default: "2" },
+  role: { type: "string", default: "bench" },
+  port: { type: "string", default: "0" },
+  cert: { type: "string", default: "" },
 });
 
 const CLI = new URL("../src/cli.ts", import.meta.url).pathname;

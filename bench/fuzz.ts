@@ -6,7 +6,7 @@
 // hostile inputs sent, crashes, the healthy pair's delivery, the target's log
 // lines per hostile session and its open file descriptors before and after.
 // Exits 1 on a crash or stall.
-import { parseArgs } from "node:util";
+import { benchArgs } from "./support/args.ts";
 import { seededRandom } from "../tests/support/random.ts";
 import {
   hostileSession,
@@ -16,20 +16,17 @@ import {
   type TargetKind,
   type Transport,
   TRANSPORTS,
-} from "./fuzz/mod.ts";
+} from "./support/fuzz/mod.ts";
 import { sleep } from "../src/timers/mod.ts";
 
-const { values } = parseArgs({
-  args: Deno.args,
-  options: {
-    target: { type: "string", default: "relay" },
-    sessions: { type: "string", default: "2000" },
-    duration: { type: "string", default: "300" },
-    concurrency: { type: "string", default: "24" },
-    seed: { type: "string", default: "1" },
-    transports: { type: "string", default: TRANSPORTS.join(",") },
-    json: { type: "boolean", default: false },
-  },
+const { values } = benchArgs({
+  target: { type: "string", default: "relay" },
+  sessions: { type: "string", default: "2000" },
+  duration: { type: "string", default: "300" },
+  concurrency: { type: "string", default: "24" },
+  seed: { type: "string", default: "1" },
+  transports: { type: "string", default: TRANSPORTS.join(",") },
+  json: { type: "boolean", default: false },
 });
 const kind = values.target as TargetKind;
 if (kind !== "relay" && kind !== "funnel") throw new TypeError(`Unknown --target "${kind}"`);

@@ -26,7 +26,7 @@
  *
  * PostgreSQL comes from SLUICE_TEST_PG_URL or 127.0.0.1:5432/test (skipped if absent).
  */
-import { parseArgs } from "node:util";
+import { benchArgs } from "./support/args.ts";
 import { generateDevCertificate } from "../src/certs/mod.ts";
 import { type FeedRecord, openFeed, post } from "../src/client/mod.ts";
 import {
@@ -41,14 +41,11 @@ import { connect, VERSIONS } from "../src/moq/mod.ts";
 import { connectQuicSession } from "../src/transport/mod.ts";
 import { dropTable, findPostgres, freshTableName } from "../tests/support/postgres.ts";
 
-const { values } = parseArgs({
-  args: Deno.args,
-  options: {
-    records: { type: "string", default: "100000" },
-    backends: { type: "string", default: "directory,postgres" },
-    "fetch-inflight": { type: "string", default: "16" },
-    live: { type: "string", default: "300" },
-  },
+const { values } = benchArgs({
+  records: { type: "string", default: "100000" },
+  backends: { type: "string", default: "directory,postgres" },
+  "fetch-inflight": { type: "string", default: "16" },
+  live: { type: "string", default: "300" },
 });
 const RECORDS = Number(values.records);
 const INFLIGHT = Number(values["fetch-inflight"]);

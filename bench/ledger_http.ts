@@ -6,17 +6,14 @@
  *
  *   deno run -A bench/ledger_http.ts [--seconds 5] [--connections 64]
  */
-import { parseArgs } from "node:util";
+import { benchArgs } from "./support/args.ts";
 import { dropTable, findPostgres, freshTableName } from "../tests/support/postgres.ts";
 import { startS3rver } from "../tests/support/s3rver.ts";
 import { loadGeneratorName, postLoad, spawnListening } from "./support/post_load.ts";
 
-const { values } = parseArgs({
-  args: Deno.args,
-  options: {
-    seconds: { type: "string", default: "5" },
-    connections: { type: "string", default: "64" },
-  },
+const { values } = benchArgs({
+  seconds: { type: "string", default: "5" },
+  connections: { type: "string", default: "64" },
 });
 const seconds = Number(values.seconds);
 const connections = Number(values.connections);

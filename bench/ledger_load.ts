@@ -11,10 +11,15 @@ import { loadS3Backend } from "../src/ledger/mod.ts";
 import { dropTable, findPostgres, freshTableName } from "../tests/support/postgres.ts";
 import { startS3rver } from "../tests/support/s3rver.ts";
 import { quantile } from "./support/quantile.ts";
+import { benchArgs } from "./support/args.ts";
 
 const SENDERS = 64;
-const seconds = Number(Deno.args[0] ?? 3);
-const only = Deno.args.slice(1);
+const { positionals } = benchArgs({}, {
+  allowPositionals: true,
+  usage: "deno run --allow-all bench/ledger_load.ts [seconds-per-backend] [backends...]",
+});
+const seconds = Number(positionals[0] ?? 3);
+const only = positionals.slice(1);
 
 interface Result {
   readonly backend: string;

@@ -5,7 +5,7 @@
 // posts N records at R per second; a subscriber reads them. Reports, per path,
 // records lost (must be 0) and the latency from the POST's 201 to the
 // subscriber's receipt: p50, p90, p99 and max.
-import { parseArgs } from "node:util";
+import { benchArgs } from "./support/args.ts";
 import type { Subscription } from "../src/moq/mod.ts";
 import { startTestRelay } from "../tests/support/test_relay.ts";
 import { testCertificateFiles } from "../tests/support/certs.ts";
@@ -15,16 +15,13 @@ import { post, send, startLiveFunnel } from "../tests/support/live_funnel.ts";
 import { sleep } from "../src/timers/mod.ts";
 import { quantileTenth } from "./support/quantile.ts";
 
-const { values } = parseArgs({
-  args: Deno.args,
-  options: {
-    records: { type: "string", default: "400" },
-    rate: { type: "string", default: "20" },
-    loss: { type: "string", default: "0.05" },
-    delay: { type: "string", default: "50" },
-    seed: { type: "string", default: "1" },
-    json: { type: "boolean", default: false },
-  },
+const { values } = benchArgs({
+  records: { type: "string", default: "400" },
+  rate: { type: "string", default: "20" },
+  loss: { type: "string", default: "0.05" },
+  delay: { type: "string", default: "50" },
+  seed: { type: "string", default: "1" },
+  json: { type: "boolean", default: false },
 });
 const RECORDS = Number(values.records);
 const RATE = Number(values.rate);

@@ -1,25 +1,22 @@
 // The same subscribers served by one relay process, then split across two
 // meshed relay processes (the second dials the first; the publisher is on the
 // first), on this machine: groups per second delivered, delivery latency and
-// loss. Subscribers run in two load-generator workers (bench/loadgen/worker.ts)
+// loss. Subscribers run in two load-generator workers (bench/support/loadgen/worker.ts)
 // on the same cores as the relays.
 //
 //   deno run -A bench/mesh_fanout.ts [--subscribers 400] [--rate 30] [--size 1200] [--seconds 10]
-import { parseArgs } from "node:util";
+import { benchArgs } from "./support/args.ts";
 import { TrackProducer } from "../src/moq/mod.ts";
-import { LatencyHistogram } from "./loadgen/latency.ts";
-import { type FromWorker, wallNow } from "./loadgen/protocol.ts";
+import { LatencyHistogram } from "./support/loadgen/latency.ts";
+import { type FromWorker, wallNow } from "./support/loadgen/protocol.ts";
 import { benchMesh, type BenchRelay, waitFor } from "./support/relay_processes.ts";
 import { sleep } from "../src/timers/mod.ts";
 
-const { values } = parseArgs({
-  args: Deno.args,
-  options: {
-    subscribers: { type: "string", default: "400" },
-    rate: { type: "string", default: "30" },
-    size: { type: "string", default: "1200" },
-    seconds: { type: "string", default: "10" },
-  },
+const { values } = benchArgs({
+  subscribers: { type: "string", default: "400" },
+  rate: { type: "string", default: "30" },
+  size: { type: "string", default: "1200" },
+  seconds: { type: "string", default: "10" },
 });
 const subscribers = Number(values.subscribers);
 const rate = Number(values.rate);
@@ -70,7 +67,9 @@ async function run(layout: "one relay" | "two meshed relays"): Promise<Result> {
     const targets: BenchRelay[] = [first, second ?? first];
     const reports: FromWorker[][] = [[], []];
     for (const [i, target] of targets.entries()) {
-      const w = new Worker(new URL("./loadgen/worker.ts", import.meta.url), { type: "module" });
+      const w = new Worker(new URL("./support/loadgen/worker.ts", import.meta.url), {
+        type: "module",
+      });
       w.onmessage = (e: MessageEvent<FromWorker>) => reports[i]!.push(e.data);
       w.postMessage({
         type: "start",

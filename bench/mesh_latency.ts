@@ -5,20 +5,17 @@
 // slope of the medians over the number of relays.
 //
 //   deno run -A bench/mesh_latency.ts [--rate 50] [--seconds 10] [--size 100]
-import { parseArgs } from "node:util";
+import { benchArgs } from "./support/args.ts";
 import { TrackProducer } from "../src/moq/mod.ts";
-import { LatencyHistogram } from "./loadgen/latency.ts";
-import { sentAt, wallNow } from "./loadgen/protocol.ts";
+import { LatencyHistogram } from "./support/loadgen/latency.ts";
+import { sentAt, wallNow } from "./support/loadgen/protocol.ts";
 import { benchMesh, type BenchRelay, waitFor } from "./support/relay_processes.ts";
 import { sleep } from "../src/timers/mod.ts";
 
-const { values } = parseArgs({
-  args: Deno.args,
-  options: {
-    rate: { type: "string", default: "50" },
-    seconds: { type: "string", default: "10" },
-    size: { type: "string", default: "100" },
-  },
+const { values } = benchArgs({
+  rate: { type: "string", default: "50" },
+  seconds: { type: "string", default: "10" },
+  size: { type: "string", default: "100" },
 });
 const rate = Number(values.rate);
 const seconds = Number(values.seconds);

@@ -5,19 +5,16 @@
 // byte a second; meanwhile a normal client POSTs records. Reports the normal
 // client's latency before and during, the funnel's RSS and open descriptors,
 // and how the trickled POSTs were answered.
-import { parseArgs } from "node:util";
-import { startTarget } from "./fuzz/mod.ts";
+import { benchArgs } from "./support/args.ts";
+import { startTarget } from "./support/fuzz/mod.ts";
 import { sleep } from "../src/timers/mod.ts";
 
-const { values } = parseArgs({
-  args: Deno.args,
-  options: {
-    idle: { type: "string", default: "5000" },
-    partial: { type: "string", default: "1000" },
-    trickle: { type: "string", default: "200" },
-    requests: { type: "string", default: "300" },
-    json: { type: "boolean", default: false },
-  },
+const { values } = benchArgs({
+  idle: { type: "string", default: "5000" },
+  partial: { type: "string", default: "1000" },
+  trickle: { type: "string", default: "200" },
+  requests: { type: "string", default: "300" },
+  json: { type: "boolean", default: false },
 });
 const encoder = new TextEncoder();
 const target = await startTarget("funnel");

@@ -8,7 +8,7 @@
 // leave, for at least M minutes. After each wave it lets the sessions end,
 // collects garbage in the target and prints its RSS, V8 heap, external
 // memory and open file descriptors, so growth per wave shows.
-import { parseArgs } from "node:util";
+import { benchArgs } from "./support/args.ts";
 import { connect, TrackProducer, VERSIONS } from "../src/moq/mod.ts";
 import { connectQuicSession } from "../src/transport/mod.ts";
 import { connectQMux } from "../src/transport/mod.ts";
@@ -25,27 +25,24 @@ import {
   type TargetKind,
   type Transport,
   TRANSPORTS,
-} from "./fuzz/mod.ts";
-import { HEALTHY_PATH, HEALTHY_TRACK } from "./fuzz/target.ts";
+} from "./support/fuzz/mod.ts";
+import { HEALTHY_PATH, HEALTHY_TRACK } from "./support/fuzz/target.ts";
 import { sleep } from "../src/timers/mod.ts";
 
-const { values } = parseArgs({
-  args: Deno.args,
-  options: {
-    target: { type: "string", default: "relay" },
-    minutes: { type: "string", default: "10" },
-    subscribers: { type: "string", default: "60" },
-    publishers: { type: "string", default: "40" },
-    refused: { type: "string", default: "100" },
-    hostile: { type: "string", default: "300" },
-    concurrency: { type: "string", default: "100" },
-    settle: { type: "string", default: "7" },
-    seed: { type: "string", default: "1" },
-    transports: { type: "string", default: TRANSPORTS.join(",") },
-    env: { type: "string", multiple: true, default: [] },
-    "no-trim": { type: "boolean", default: false },
-    json: { type: "boolean", default: false },
-  },
+const { values } = benchArgs({
+  target: { type: "string", default: "relay" },
+  minutes: { type: "string", default: "10" },
+  subscribers: { type: "string", default: "60" },
+  publishers: { type: "string", default: "40" },
+  refused: { type: "string", default: "100" },
+  hostile: { type: "string", default: "300" },
+  concurrency: { type: "string", default: "100" },
+  settle: { type: "string", default: "7" },
+  seed: { type: "string", default: "1" },
+  transports: { type: "string", default: TRANSPORTS.join(",") },
+  env: { type: "string", multiple: true, default: [] },
+  "no-trim": { type: "boolean", default: false },
+  json: { type: "boolean", default: false },
 });
 const kind = values.target as TargetKind;
 if (kind !== "relay" && kind !== "funnel") throw new TypeError(`Unknown --target "${kind}"`);

@@ -30,11 +30,16 @@ import {
   moqLatency,
   type Publisher,
 } from "./support/moq_groups.ts";
+import { benchArgs } from "./support/args.ts";
 
-function arg(name: string, fallback: string): string {
-  const i = Deno.args.indexOf(`--${name}`);
-  return i >= 0 ? Deno.args[i + 1] ?? fallback : fallback;
-}
+const { values } = benchArgs({
+  groups: { type: "string", default: "10000" },
+  size: { type: "string", default: "100" },
+  window: { type: "string", default: "8" },
+  "latency-groups": { type: "string", default: "500" },
+  interval: { type: "string", default: "5" },
+  draft: { type: "string", default: "qmux-02" },
+});
 
 type Kind = "quic" | "webtransport" | "websocket";
 
@@ -61,7 +66,7 @@ const { listener, server } = await bindSamePort(0, (port) =>
     tls: { cert: cert.certPem, key: cert.keyPem },
   }));
 const port = listener.addr.port;
-const draft = arg("draft", "qmux-02") as QMuxDraft;
+const draft = values.draft as QMuxDraft;
 
 // Bare WebSocket messages for scale: the server side echoes nothing, it only counts.
 let bareReceived = 0;
@@ -138,11 +143,11 @@ async function latency(kind: Kind, from: Publisher, count: number, size: number,
   return figures;
 }
 
-const groups = Number(arg("groups", "10000"));
-const size = Number(arg("size", "100"));
-const window = Number(arg("window", "8"));
-const latencyGroups = Number(arg("latency-groups", "500"));
-const interval = Number(arg("interval", "5"));
+const groups = Number(values.groups);
+const size = Number(values.size);
+const window = Number(values.window);
+const latencyGroups = Number(values["latency-groups"]);
+const interval = Number(values.interval);
 const kinds: Kind[] = ["quic", "webtransport", "websocket"];
 const names: Record<Kind, string> = {
   quic: "native QUIC",

@@ -17,19 +17,21 @@ import { freeUdpTcpPort } from "../src/transport/mod.ts";
 import { testCertificate, testCertificateFiles } from "../tests/support/certs.ts";
 import { spawnRelay } from "../tests/support/relay_process.ts";
 import { startTcpProxy } from "../tests/support/tcp_proxy.ts";
-import { LatencyHistogram } from "./loadgen/latency.ts";
-import { relayPid, rssMib } from "./loadgen/proc_stats.ts";
+import { LatencyHistogram } from "./support/loadgen/latency.ts";
+import { relayPid, rssMib } from "./support/loadgen/proc_stats.ts";
 import { sleep } from "../src/timers/mod.ts";
+import { benchArgs } from "./support/args.ts";
 
-function arg(name: string, fallback: number): number {
-  const i = Deno.args.indexOf(`--${name}`);
-  return i >= 0 ? Number(Deno.args[i + 1]) : fallback;
-}
-
-const slowCount = arg("slow", 20);
-const seconds = arg("seconds", 15);
-const rate = arg("rate", 100);
-const size = arg("size", 64 * 1024);
+const { values } = benchArgs({
+  slow: { type: "string", default: "20" },
+  seconds: { type: "string", default: "15" },
+  rate: { type: "string", default: "100" },
+  size: { type: "string", default: String(64 * 1024) },
+});
+const slowCount = Number(values.slow);
+const seconds = Number(values.seconds);
+const rate = Number(values.rate);
+const size = Number(values.size);
 
 interface Outcome {
   readonly rss: number[];

@@ -11,12 +11,14 @@ import { connectQuicSession } from "../src/transport/mod.ts";
 import type { Session } from "../src/transport/mod.ts";
 import { connectWebTransport } from "../src/transport/mod.ts";
 import { type Figures, moqGroups } from "./support/moq_groups.ts";
+import { benchArgs } from "./support/args.ts";
 import { VERSIONS } from "../src/moq/mod.ts";
 
-function arg(name: string, fallback: number): number {
-  const i = Deno.args.indexOf(`--${name}`);
-  return i >= 0 ? Number(Deno.args[i + 1]) : fallback;
-}
+const { values } = benchArgs({
+  groups: { type: "string", default: "10000" },
+  size: { type: "string", default: "100" },
+  window: { type: "string", default: "8" },
+});
 
 const cert = await generateDevCertificate();
 const incoming: Session[] = [];
@@ -62,9 +64,9 @@ async function run(
   return figures;
 }
 
-const groups = arg("groups", 10_000);
-const size = arg("size", 100);
-const window = arg("window", 8);
+const groups = Number(values.groups);
+const size = Number(values.size);
+const window = Number(values.window);
 await run("quic", 500, size, window); // warm-up
 await run("webtransport", 500, size, window);
 const quic = await run("quic", groups, size, window);

@@ -4,9 +4,11 @@
 // workers (bare_worker.ts) serve the same handler on it: the ceiling for
 // ingest on several threads.
 import { bareHandler } from "./bare_handler.ts";
+import { benchArgs } from "./args.ts";
 
-const port = Number(Deno.args[0] ?? 0);
-const threads = Number(Deno.args[1] ?? 1);
+const { positionals } = benchArgs({}, { allowPositionals: true });
+const port = Number(positionals[0] ?? 0);
+const threads = Number(positionals[1] ?? 1);
 const server = Deno.serve(
   { hostname: "127.0.0.1", port, reusePort: threads > 1, onListen: () => {} },
   bareHandler,

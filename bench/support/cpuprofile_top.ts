@@ -5,7 +5,7 @@
  *
  *   deno run --allow-read bench/support/cpuprofile_top.ts relay.cpuprofile [--top 25]
  */
-import { parseArgs } from "node:util";
+import { benchArgs } from "./args.ts";
 
 interface ProfileNode {
   readonly id: number;
@@ -65,9 +65,7 @@ function print(title: string, totals: Map<string, number>, all: number, top: num
 }
 
 if (import.meta.main) {
-  const { values, positionals } = parseArgs({
-    args: Deno.args,
-    options: { top: { type: "string", default: "25" } },
+  const { values, positionals } = benchArgs({ top: { type: "string", default: "25" } }, {
     allowPositionals: true,
   });
   const top = Number(values.top);

@@ -6,7 +6,7 @@
  */
 import { accept, connect, type MoqSession, TrackProducer } from "../../src/moq/mod.ts";
 import type { Session } from "../../src/transport/mod.ts";
-import { LatencyHistogram } from "../loadgen/latency.ts";
+import { LatencyHistogram } from "./loadgen/latency.ts";
 import { sleep } from "../../src/timers/mod.ts";
 
 /** Result of one measured run. */

@@ -20,7 +20,7 @@
  *   ours end to end) reject with them. Native QUIC stream halves
  *   and WebTransport send halves are Deno's own streams, not wrappers: a
  *   wrapper per stream costs about a quarter more CPU per small MoQ group
- *   (measured with bench/moq_throughput.ts). Their reads and writes reject
+ *   (measured with bench/moq_bench.ts). Their reads and writes reject
  *   with the runtime's errors, so a caller that branches on why a read or
  *   write failed passes the error through `translateError` first.
  */

@@ -4,7 +4,7 @@ import {
   LatencyHistogram,
   loadgen,
   parseLoadgenArgs,
-} from "../../bench/loadgen/mod.ts";
+} from "../../bench/support/loadgen/mod.ts";
 
 Deno.test("loadgen arguments are parsed and bad ones named", () => {
   const o = parseLoadgenArgs([

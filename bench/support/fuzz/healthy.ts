@@ -2,12 +2,12 @@
 // same process: on the relay a publisher and a subscriber of one track; on
 // the funnel a sender POSTing records and a subscriber of its listener.
 // Every group is checked: none missing, none late by more than a stall bound.
-import { connect, type MoqSession, TrackProducer, VERSIONS } from "../../src/moq/mod.ts";
-import { connectQuicSession } from "../../src/transport/mod.ts";
-import { connectWebTransport } from "../../src/transport/mod.ts";
+import { connect, type MoqSession, TrackProducer, VERSIONS } from "../../../src/moq/mod.ts";
+import { connectQuicSession } from "../../../src/transport/mod.ts";
+import { connectWebTransport } from "../../../src/transport/mod.ts";
 import { HEALTHY_PATH, HEALTHY_TRACK, type Target } from "./target.ts";
-import { sleep } from "../../src/timers/mod.ts";
-import { quantileTenth } from "../support/quantile.ts";
+import { sleep } from "../../../src/timers/mod.ts";
+import { quantileTenth } from "../quantile.ts";
 
 /** What the healthy pair needs to know of its target (it crosses to a worker). */
 export type HealthyTarget = Pick<Target, "kind" | "moqPort" | "httpPort" | "certSha256" | "jwt">;

@@ -3,15 +3,15 @@
 // hostile_ws.ts) and does one thing a broken or malicious peer would: random,
 // truncated or mutated moq-lite streams, half-open streams, floods of
 // streams, oversized frame declarations, and abrupt closes.
-import { codec } from "../../src/moq/mod.ts";
-import type { Session } from "../../src/transport/mod.ts";
-import { quicSession } from "../../src/transport/mod.ts";
-import { connectQMux } from "../../src/transport/mod.ts";
-import { connectWebTransport } from "../../src/transport/mod.ts";
-import { concatBytes, Encoder, encodeVarint } from "../../src/wire/mod.ts";
+import { codec } from "../../../src/moq/mod.ts";
+import type { Session } from "../../../src/transport/mod.ts";
+import { quicSession } from "../../../src/transport/mod.ts";
+import { connectQMux } from "../../../src/transport/mod.ts";
+import { connectWebTransport } from "../../../src/transport/mod.ts";
+import { concatBytes, Encoder, encodeVarint } from "../../../src/wire/mod.ts";
 import { hostileWebSocket } from "./hostile_ws.ts";
 import type { Target } from "./target.ts";
-import { sleep } from "../../src/timers/mod.ts";
+import { sleep } from "../../../src/timers/mod.ts";
 
 /** A seeded source of randomness (numbers in [0, 1)). */
 export type Rng = () => number;

@@ -5,22 +5,22 @@
 // and WebSocket frames, frames for streams that do not exist, flow-control
 // and stream-limit violations, oversized records, abrupt TCP closes, and a
 // peer that never answers the server's close.
-import { codec } from "../../src/moq/mod.ts";
-import { encodeFrame, streamFrameHeader } from "../../src/transport/mod.ts";
-import { decodeMessage } from "../../src/transport/mod.ts";
-import { VERSIONS } from "../../src/moq/mod.ts";
-import { DEFAULT_PARAMS, parseSubprotocol, subprotocolOffer } from "../../src/transport/mod.ts";
-import { encodeTransportParams } from "../../src/transport/mod.ts";
-import { streamId } from "../../src/transport/mod.ts";
-import { usesRecords, type WireFormat } from "../../src/transport/mod.ts";
-import { openRawWebSocket, type RawWebSocket } from "../../src/transport/mod.ts";
+import { codec } from "../../../src/moq/mod.ts";
+import { encodeFrame, streamFrameHeader } from "../../../src/transport/mod.ts";
+import { decodeMessage } from "../../../src/transport/mod.ts";
+import { VERSIONS } from "../../../src/moq/mod.ts";
+import { DEFAULT_PARAMS, parseSubprotocol, subprotocolOffer } from "../../../src/transport/mod.ts";
+import { encodeTransportParams } from "../../../src/transport/mod.ts";
+import { streamId } from "../../../src/transport/mod.ts";
+import { usesRecords, type WireFormat } from "../../../src/transport/mod.ts";
+import { openRawWebSocket, type RawWebSocket } from "../../../src/transport/mod.ts";
 import {
   closePayload,
   encodeClientFrame,
   Opcode,
   parseServerFrame,
-} from "../../src/transport/mod.ts";
-import { concatBytes, encodeVarint } from "../../src/wire/mod.ts";
+} from "../../../src/transport/mod.ts";
+import { concatBytes, encodeVarint } from "../../../src/wire/mod.ts";
 import type { HostileTally, Rng } from "./hostile.ts";
 import type { Target } from "./target.ts";
 

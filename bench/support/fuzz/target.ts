@@ -1,12 +1,12 @@
 // A relay or funnel under test as a real child process (through the GC host,
 // so memory can be measured after a collection), with its certificate,
 // credentials and every stderr line collected.
-import { generateDevCertificate } from "../../src/certs/mod.ts";
-import { signToken } from "../../src/auth/mod.ts";
-import { writeKeySet } from "../support/key_set.ts";
-import { freeUdpTcpPort } from "../../src/transport/mod.ts";
+import { generateDevCertificate } from "../../../src/certs/mod.ts";
+import { signToken } from "../../../src/auth/mod.ts";
+import { writeKeySet } from "../key_set.ts";
+import { freeUdpTcpPort } from "../../../src/transport/mod.ts";
 import { relayPid, rssMib } from "../loadgen/proc_stats.ts";
-import { sleep } from "../../src/timers/mod.ts";
+import { sleep } from "../../../src/timers/mod.ts";
 
 /** Which server runs. */
 export type TargetKind = "relay" | "funnel";
@@ -95,7 +95,7 @@ export async function startTarget(
   const moqPort = freeUdpTcpPort();
   const httpPort = kind === "funnel" ? freeUdpTcpPort() : moqPort;
   const creds = await credentials(dir);
-  const host = new URL("../support/gc_host.ts", import.meta.url).pathname;
+  const host = new URL("../gc_host.ts", import.meta.url).pathname;
   const child = new Deno.Command(Deno.execPath(), {
     args: [
       "run",

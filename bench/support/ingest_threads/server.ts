@@ -12,7 +12,7 @@
  * so commit order, idempotency and rate limits stay where they were. Prints
  * `listening <port>` once every thread listens.
  */
-import { parseArgs } from "node:util";
+import { benchArgs } from "../args.ts";
 import { createVerifier, keySourceFrom } from "../../../src/auth/mod.ts";
 import { funnelHandler, FunnelService } from "../../../src/funnel/mod.ts";
 import { errorResponse } from "../../../src/funnel/mod.ts";
@@ -22,13 +22,10 @@ import { SAME_ORIGIN_ONLY } from "../../../src/http/mod.ts";
 import { Ledger, MemoryBackend } from "../../../src/ledger/mod.ts";
 import { batcher, type FromWorker, RECORD_STRIDE } from "./messages.ts";
 
-const { values } = parseArgs({
-  args: Deno.args,
-  options: {
-    threads: { type: "string", default: "1" },
-    pipeline: { type: "boolean", default: false },
-    keys: { type: "string" },
-  },
+const { values } = benchArgs({
+  threads: { type: "string", default: "1" },
+  pipeline: { type: "boolean", default: false },
+  keys: { type: "string" },
 });
 const threads = Number(values.threads);
 const keys = values.keys;

@@ -1,4 +1,5 @@
 // The load generator's command line: its options, usage text and parser.
+import { benchArgs } from "../args.ts";
 
 /** Load generator settings (from the command line). */
 export interface LoadgenOptions {
@@ -37,88 +38,49 @@ on one track, then measures delivery latency, loss and the relay's memory.`;
 
 /** Parses loadgen arguments; throws TypeError/RangeError with the flag named. */
 export function parseLoadgenArgs(args: readonly string[]): LoadgenOptions {
-  const o = {
-    subscribers: 100,
-    rate: 30,
-    size: 1200,
-    duration: 10,
-    workers: 1,
-    concurrency: 16,
-    transport: "quic" as "quic" | "webtransport" | "websocket",
-    relayEnv: {} as Record<string, string>,
-    settle: 2,
-    rampTimeout: 30,
-    json: false,
-    auth: false,
-  };
-  const num = (flag: string, v: string | undefined, min: number): number => {
-    const n = Number(v);
-    if (v === undefined || !Number.isFinite(n) || n < min) {
-      throw new RangeError(`${flag} needs a number of at least ${min}, got "${v ?? ""}"`);
+  const { values: v } = benchArgs({
+    subscribers: { type: "string", default: "100" },
+    rate: { type: "string", default: "30" },
+    size: { type: "string", default: "1200" },
+    duration: { type: "string", default: "10" },
+    workers: { type: "string", default: "1" },
+    concurrency: { type: "string", default: "16" },
+    transport: { type: "string", default: "quic" },
+    "relay-env": { type: "string", multiple: true, default: [] },
+    settle: { type: "string", default: "2" },
+    "ramp-timeout": { type: "string", default: "30" },
+    json: { type: "boolean", default: false },
+    auth: { type: "boolean", default: false },
+  }, { args, usage: USAGE });
+  const num = (flag: string, value: string, min: number): number => {
+    const n = Number(value);
+    if (value === "" || !Number.isFinite(n) || n < min) {
+      throw new RangeError(`--${flag} needs a number of at least ${min}, got "${value}"`);
     }
     return n;
   };
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    const v = args[i + 1];
-    switch (a) {
-      case "--subscribers":
-        o.subscribers = Math.floor(num(a, v, 1));
-        i++;
-        break;
-      case "--rate":
-        o.rate = num(a, v, 0.01);
-        i++;
-        break;
-      case "--size":
-        o.size = Math.floor(num(a, v, 8));
-        i++;
-        break;
-      case "--duration":
-        o.duration = num(a, v, 1);
-        i++;
-        break;
-      case "--workers":
-        o.workers = Math.floor(num(a, v, 1));
-        i++;
-        break;
-      case "--concurrency":
-        o.concurrency = Math.floor(num(a, v, 1));
-        i++;
-        break;
-      case "--settle":
-        o.settle = num(a, v, 0);
-        i++;
-        break;
-      case "--ramp-timeout":
-        o.rampTimeout = num(a, v, 1);
-        i++;
-        break;
-      case "--transport":
-        if (v !== "quic" && v !== "webtransport" && v !== "websocket") {
-          throw new TypeError(
-            `--transport must be quic, webtransport or websocket, got "${v ?? ""}"`,
-          );
-        }
-        o.transport = v;
-        i++;
-        break;
-      case "--relay-env": {
-        const m = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(v ?? "");
-        if (!m) throw new TypeError(`--relay-env needs KEY=VALUE, got "${v ?? ""}"`);
-        o.relayEnv[m[1]!] = m[2]!;
-        i++;
-        break;
-      }
-      case "--json":
-        o.json = true;
-        break;
-      case "--auth":
-        o.auth = true;
-        break;
-      default:
-        throw new TypeError(`Unknown argument "${a}"\n\n${USAGE}`);
-    }
+  const transport = v.transport;
+  if (transport !== "quic" && transport !== "webtransport" && transport !== "websocket") {
+    throw new TypeError(`--transport must be quic, webtransport or websocket, got "${transport}"`);
   }
-  return o;
+  const relayEnv: Record<string, string> = {};
+  for (const kv of v["relay-env"]) {
+    const m = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(kv);
+    if (!m) throw new TypeError(`--relay-env needs KEY=VALUE, got "${kv}"`);
+    relayEnv[m[1]!] = m[2]!;
+  }
+  return {
+    subscribers: Math.floor(num("subscribers", v.subscribers, 1)),
+    rate: num("rate", v.rate, 0.01),
+    size: Math.floor(num("size", v.size, 8)),
+    duration: num("duration", v.duration, 1),
+    workers: Math.floor(num("workers", v.workers, 1)),
+    concurrency: Math.floor(num("concurrency", v.concurrency, 1)),
+    transport,
+    relayEnv,
+    settle: num("settle", v.settle, 0),
+    rampTimeout: num("ramp-timeout", v["ramp-timeout"], 1),
+    json: v.json,
+    auth: v.auth,
+  };
 }

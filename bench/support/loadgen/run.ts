@@ -1,16 +1,16 @@
-import { errorText } from "../../src/error_text/mod.ts";
-import { generateDevCertificate } from "../../src/certs/mod.ts";
-import { connect, type MoqSession, TrackProducer, VERSIONS } from "../../src/moq/mod.ts";
-import { connectQuicSession } from "../../src/transport/mod.ts";
-import { freeUdpTcpPort } from "../../src/transport/mod.ts";
-import { signToken } from "../../src/auth/mod.ts";
-import { writeKeySet } from "../support/key_set.ts";
+import { errorText } from "../../../src/error_text/mod.ts";
+import { generateDevCertificate } from "../../../src/certs/mod.ts";
+import { connect, type MoqSession, TrackProducer, VERSIONS } from "../../../src/moq/mod.ts";
+import { connectQuicSession } from "../../../src/transport/mod.ts";
+import { freeUdpTcpPort } from "../../../src/transport/mod.ts";
+import { signToken } from "../../../src/auth/mod.ts";
+import { writeKeySet } from "../key_set.ts";
 import { LatencyHistogram } from "./latency.ts";
 import { type FromWorker, type ToWorker, wallNow, type WorkerReport } from "./protocol.ts";
 import { type LoadgenOptions, parseLoadgenArgs } from "./args.ts";
 import { CLOCK_TICKS_PER_SECOND, cpuTicks, relayPid, rssMib } from "./proc_stats.ts";
 import { bucketQuantile, scrape } from "./relay_scrape.ts";
-import { sleep } from "../../src/timers/mod.ts";
+import { sleep } from "../../../src/timers/mod.ts";
 
 /** The relay URL scheme of each subscriber transport. */
 const SCHEMES = { quic: "moqt:", webtransport: "https:", websocket: "wss:" } as const;
@@ -76,7 +76,7 @@ export async function loadgen(
   const path = `loadgen/${crypto.randomUUID().slice(0, 8)}`;
   const track = "data";
   const auth = o.auth ? await makeCredentials(dir, path) : undefined;
-  const cli = new URL("../../src/cli.ts", import.meta.url).pathname;
+  const cli = new URL("../../../src/cli.ts", import.meta.url).pathname;
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", cli, "relay"],
     env: {

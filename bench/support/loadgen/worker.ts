@@ -1,12 +1,12 @@
 /// <reference lib="deno.worker" />
 // A load-generator worker: holds many subscriber sessions on one track and
 // reports delivery latency and counts to the main thread.
-import { errorText } from "../../src/error_text/mod.ts";
-import { connect, type MoqSession, VERSIONS } from "../../src/moq/mod.ts";
-import { quicSession } from "../../src/transport/mod.ts";
-import type { Session } from "../../src/transport/mod.ts";
-import { connectWebTransport } from "../../src/transport/mod.ts";
-import { connectQMux } from "../../src/transport/mod.ts";
+import { errorText } from "../../../src/error_text/mod.ts";
+import { connect, type MoqSession, VERSIONS } from "../../../src/moq/mod.ts";
+import { quicSession } from "../../../src/transport/mod.ts";
+import type { Session } from "../../../src/transport/mod.ts";
+import { connectWebTransport } from "../../../src/transport/mod.ts";
+import { connectQMux } from "../../../src/transport/mod.ts";
 import { LatencyHistogram } from "./latency.ts";
 import { sentAt, type ToWorker, wallNow, type WorkerStart } from "./protocol.ts";
 
