@@ -8,7 +8,8 @@ export const MAX_PAGE_LIMIT = 200;
 /**
  * Renders one history entry as JSON text. Built by hand because wallclock
  * is a bigint that must not pass through a float, and the payload is the
- * stored JSON text inserted verbatim.
+ * stored JSON text inserted verbatim. A byte payload is shown as `"bytes"`
+ * (base64) and protocol metadata as `"meta"`, as live frames carry them.
  */
 export function historyEntryJson(entry: LedgerEntry): string {
   const parts = [`"group":"${entryGroup(entry)}"`, `"wallclock":${entry.wallclock}`];
@@ -18,7 +19,9 @@ export function historyEntryJson(entry: LedgerEntry): string {
     if (entry.sender !== undefined) parts.push(`"sender":${JSON.stringify(entry.sender)}`);
     if (entry.redacts !== undefined) parts.push(`"redacts":${JSON.stringify(entry.redacts)}`);
     if (entry.payload !== undefined) parts.push(`"payload":${entry.payload}`);
+    else if (entry.bytes !== undefined) parts.push(`"bytes":"${entry.bytes.toBase64()}"`);
   }
+  if (entry.meta !== undefined) parts.push(`"meta":${entry.meta}`);
   return `{${parts.join(",")}}`;
 }
 

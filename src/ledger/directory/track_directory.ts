@@ -258,7 +258,7 @@ export class DirectoryTrack implements TrackBackend {
       let found = false;
       const batches = parsed.batches.map((batch) =>
         batch.map((entry) => {
-          if (entry.seq !== seq || entry.payload === undefined) return entry;
+          if (entry.seq !== seq || (entry.payload ?? entry.bytes) === undefined) return entry;
           found = true;
           return withoutPayload(entry);
         })

@@ -66,7 +66,7 @@ class MemoryTrack implements TrackBackend {
   erasePayload(seq: number): Promise<void> {
     const entry = this.#entries[seq];
     if (entry) {
-      const { payload: _payload, ...rest } = entry;
+      const { payload: _payload, bytes: _bytes, ...rest } = entry;
       this.#entries[seq] = { ...rest, redacted: true };
     }
     return Promise.resolve();

@@ -237,7 +237,7 @@ export class S3Track implements TrackBackend {
           const entries = await this.#readBatch(ref);
           let found = false;
           const rewritten = entries.map((entry) => {
-            if (entry.seq !== seq || entry.payload === undefined) return entry;
+            if (entry.seq !== seq || (entry.payload ?? entry.bytes) === undefined) return entry;
             found = true;
             return withoutPayload(entry);
           });
