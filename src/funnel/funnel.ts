@@ -12,6 +12,7 @@ import {
 import { consoleLogger, type Logger } from "../log/mod.ts";
 import { type LiveConfig, type LiveOptions, type LiveSide, startLive } from "./live/mod.ts";
 import { RecordFetcher } from "./live/mod.ts";
+import { StreamService } from "../streams/mod.ts";
 import { funnelHandler } from "./routes.ts";
 import { FunnelService } from "./service.ts";
 import { fanOut, type RecordSink } from "./sink.ts";
@@ -93,7 +94,13 @@ export async function startFunnel(
       ...deps.live,
     });
     const liveSink = fanOut(live.sink, records);
-    sink = deps.sink ? fanOut(liveSink, deps.sink) : liveSink;
+    // Durable Streams readers wake at their track's commits, whoever wrote them.
+    const streams = new StreamService({
+      ledger,
+      verifier,
+      logError: (message, error) => log.error(message, error),
+    });
+    sink = fanOut(deps.sink ? fanOut(liveSink, deps.sink) : liveSink, streams);
     await restoreTracks(ledger, sink);
     const service = new FunnelService({
       ledger,
@@ -108,6 +115,7 @@ export async function startFunnel(
       cors: config.cors,
       logError: (message, error) => log.error(message, error),
       health: () => ({ ledger: backend.name }),
+      streams: (request) => streams.handle(request),
       ...(deps.bodyTimeoutMs !== undefined ? { bodyTimeoutMs: deps.bodyTimeoutMs } : {}),
     });
     server = await startHttpServer(

@@ -28,16 +28,46 @@ export interface FunnelRoutesOptions {
   readonly health?: () => Record<string, unknown>;
   /** How long a POST body may take to arrive, ms (default {@link BODY_TIMEOUT_MS}). */
   readonly bodyTimeoutMs?: number;
+  /** Answers the Durable Streams protocol under `/v1/stream/`; without it there is none. */
+  readonly streams?: (request: Request) => Promise<Response>;
 }
 
 /** Per-request bindings: the client's address, passed by the server as `app.fetch(req, { remoteAddr })`. */
 export type FunnelEnv = { Bindings: { remoteAddr?: Deno.NetAddr } };
 
 const TRACK_METHODS = ["GET", "POST", "PUT", "DELETE"];
+// The Durable Streams protocol's headers, so browsers may send and read them across origins.
+const STREAM_REQUEST_HEADERS = [
+  "if-none-match",
+  "stream-closed",
+  "stream-seq",
+  "stream-ttl",
+  "stream-expires-at",
+  "stream-forked-from",
+  "stream-fork-offset",
+  "stream-fork-sub-offset",
+  "producer-id",
+  "producer-epoch",
+  "producer-seq",
+];
+const STREAM_RESPONSE_HEADERS = [
+  "etag",
+  "stream-next-offset",
+  "stream-up-to-date",
+  "stream-closed",
+  "stream-cursor",
+  "stream-ttl",
+  "stream-expires-at",
+  "stream-sse-data-encoding",
+  "producer-epoch",
+  "producer-seq",
+  "producer-expected-seq",
+  "producer-received-seq",
+];
 const CORS: CorsOptions = {
-  methods: [...TRACK_METHODS, "OPTIONS"],
-  allowHeaders: ["authorization", "content-type", "idempotency-key"],
-  exposeHeaders: ["retry-after", "location", "www-authenticate"],
+  methods: [...TRACK_METHODS, "HEAD", "OPTIONS"],
+  allowHeaders: ["authorization", "content-type", "idempotency-key", ...STREAM_REQUEST_HEADERS],
+  exposeHeaders: ["retry-after", "location", "www-authenticate", ...STREAM_RESPONSE_HEADERS],
 };
 
 /**
@@ -109,6 +139,9 @@ export function funnelRoutes(options: FunnelRoutesOptions): Hono<FunnelEnv> {
       allow: TRACK_METHODS.join(", "),
     });
   });
+
+  const streams = options.streams;
+  if (streams) app.all("/v1/stream/*", (c) => streams(c.req.raw));
 
   app.notFound(() =>
     problemResponse(404, "No such endpoint; tracks live at /tracks/<broadcast path>/<track>")

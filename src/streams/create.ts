@@ -1,0 +1,186 @@
+import { HttpProblem } from "../http/mod.ts";
+import type { TrackPath } from "../ledger/mod.ts";
+import { answer, offsetText, type StreamContext } from "./context.ts";
+import { DEFAULT_TYPE, isJsonType, sameType } from "./content_type.ts";
+import { closedHeader, expiresAtHeader, H, ttlHeader } from "./headers.ts";
+import { positionOf } from "./lineage.ts";
+import { segmentsOf } from "./load_state.ts";
+import { type EntryMeta, formatMeta, type StreamConfig } from "./meta.ts";
+import { forkSourceName } from "./names.ts";
+import { type AppendData, appendData } from "./payload.ts";
+import { StreamState } from "./stream_state.ts";
+import { forkPoint, type ForkRequest } from "./fork.ts";
+
+/** What a PUT asks for. */
+interface CreateRequest {
+  readonly type: string | undefined;
+  readonly ttl: number | undefined;
+  readonly expiresAt: string | undefined;
+  readonly closed: boolean;
+  readonly fork: ForkRequest | undefined;
+  readonly body: Uint8Array;
+  /** The stream's absolute URL, for Location. */
+  readonly location: string;
+}
+
+/** Reads a PUT's headers: 400 for invalid ones. */
+export function createRequest(request: Request, body: Uint8Array): CreateRequest {
+  const headers = request.headers;
+  const ttl = ttlHeader(headers);
+  const expiresAt = expiresAtHeader(headers);
+  if (ttl !== undefined && expiresAt !== undefined) {
+    throw new HttpProblem(400, "Give Stream-TTL or Stream-Expires-At, not both");
+  }
+  const from = headers.get(H.forkedFrom);
+  const offset = headers.get(H.forkOffset);
+  const subText = headers.get(H.forkSubOffset);
+  if (from === null && (offset !== null || subText !== null)) {
+    throw new HttpProblem(400, "Stream-Fork-Offset and -Sub-Offset need Stream-Forked-From");
+  }
+  let sub = 0;
+  if (subText !== null) {
+    if (!/^\d{1,15}$/.test(subText.trim())) {
+      throw new HttpProblem(400, `Stream-Fork-Sub-Offset must be a whole number, got "${subText}"`);
+    }
+    sub = Number(subText.trim());
+  }
+  const type = headers.get("content-type") ?? undefined;
+  return {
+    type,
+    ttl,
+    expiresAt,
+    closed: closedHeader(headers),
+    fork: from === null ? undefined : { from: forkSourceName(from), offset, sub },
+    body,
+    location: new URL(request.url).href.replace(/[?#].*$/, ""),
+  };
+}
+
+/**
+ * PUT: creates the stream (one ledger entry holding its configuration and
+ * any initial data), or answers 200 when it exists with the same
+ * configuration and 409 when it differs.
+ */
+export function createStream(
+  ctx: StreamContext,
+  path: TrackPath,
+  name: string,
+  req: CreateRequest,
+  sender: string | undefined,
+): Promise<Response> {
+  return ctx.registry.lock(path, async () => {
+    if (ctx.registry.softDeleted(path)) {
+      throw new HttpProblem(409, "The stream was deleted while forks still read it");
+    }
+    const loaded = await ctx.registry.load(path, name);
+    const now = ctx.now();
+    if (loaded.state && !loaded.state.expired(now)) {
+      const state = loaded.state;
+      if (!sameConfig(state, req)) {
+        throw new HttpProblem(409, "The stream exists with a different configuration");
+      }
+      return answer(200, {
+        "content-type": state.config.type,
+        [H.nextOffset]: offsetText(state.tail()),
+        ...(state.closing ? { [H.closed]: "true" } : {}),
+      });
+    }
+    let config: StreamConfig = {
+      type: req.type ?? DEFAULT_TYPE,
+      ...(req.ttl !== undefined ? { ttl: req.ttl } : {}),
+      ...(req.expiresAt !== undefined ? { expiresAt: req.expiresAt } : {}),
+    };
+    let prefix: AppendData = { count: 0 };
+    if (req.fork) {
+      const point = await forkPoint(ctx, req.fork, now);
+      if (req.type !== undefined && !sameType(req.type, point.source.config.type)) {
+        throw new HttpProblem(409, "A fork's content type must be its source's");
+      }
+      const inherit = req.ttl === undefined && req.expiresAt === undefined;
+      const source = point.source.config;
+      config = {
+        type: req.type ?? source.type,
+        ...(inherit && source.ttl !== undefined ? { ttl: source.ttl } : {}),
+        ...(inherit && source.expiresAt !== undefined ? { expiresAt: source.expiresAt } : {}),
+        ...(req.ttl !== undefined ? { ttl: req.ttl } : {}),
+        ...(req.expiresAt !== undefined ? { expiresAt: req.expiresAt } : {}),
+        fork: {
+          from: req.fork.from,
+          start: point.source.created,
+          at: point.at,
+          sub: req.fork.sub,
+          ...(req.fork.offset !== null ? { offset: req.fork.offset } : {}),
+        },
+      };
+      prefix = point.prefix;
+    }
+    const data = join(
+      isJsonType(config.type),
+      prefix,
+      appendData(isJsonType(config.type), req.body),
+    );
+    const meta: EntryMeta = {
+      create: config,
+      ...(req.closed ? { closed: true as const } : {}),
+      ...(data.n !== undefined ? { n: data.n } : {}),
+    };
+    const track = (await ctx.ledger.track(path, true))!;
+    const entry = await track.append({
+      ...(sender !== undefined ? { sender } : {}),
+      ...(data.payload !== undefined ? { payload: data.payload } : {}),
+      ...(data.bytes !== undefined ? { bytes: data.bytes } : {}),
+      meta: formatMeta(meta)!,
+    });
+    const segments = await segmentsOf(ctx.ledger, track, entry.seq, config);
+    const state = new StreamState({ path, name, track, config, created: entry.seq, segments, now });
+    state.closed = state.closing = req.closed;
+    ctx.registry.set(state);
+    return answer(201, {
+      "content-type": config.type,
+      location: req.location,
+      [H.nextOffset]: offsetText(positionOf(state.own, entry.seq)),
+      ...(req.closed ? { [H.closed]: "true" } : {}),
+    });
+  });
+}
+
+// An initial body after a sub-offset prefix: one entry holding both.
+function join(json: boolean, prefix: AppendData, body: AppendData): AppendData {
+  if (prefix.count === 0) return body;
+  if (body.count === 0) return prefix;
+  if (json) {
+    const messages = [...messagesOf(prefix), ...messagesOf(body)];
+    return { payload: `[${messages.join(",")}]`, n: messages.length, count: messages.length };
+  }
+  const bytes = new Uint8Array(prefix.bytes!.length + body.bytes!.length);
+  bytes.set(prefix.bytes!);
+  bytes.set(body.bytes!, prefix.bytes!.length);
+  return { bytes, count: bytes.length };
+}
+
+function messagesOf(data: AppendData): string[] {
+  if (data.payload === undefined) return [];
+  return data.n === undefined ? [data.payload] : [data.payload.slice(1, -1)];
+}
+
+function sameConfig(state: StreamState, req: CreateRequest): boolean {
+  const config = state.config;
+  if (req.type !== undefined && !sameType(req.type, config.type)) return false;
+  if (req.type === undefined && !req.fork && !sameType(DEFAULT_TYPE, config.type)) return false;
+  if (req.closed !== state.closing) return false;
+  if (req.fork) {
+    const fork = config.fork;
+    if (!fork || fork.from !== req.fork.from || fork.sub !== req.fork.sub) return false;
+    if (req.fork.offset !== null && req.fork.offset !== (fork.offset ?? offsetText(fork.at))) {
+      return false;
+    }
+    if (req.ttl === undefined && req.expiresAt === undefined) return true;
+  } else if (config.fork) return false;
+  if (req.ttl !== config.ttl) return false;
+  return sameTime(req.expiresAt, config.expiresAt);
+}
+
+function sameTime(a: string | undefined, b: string | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return Date.parse(a) === Date.parse(b);
+}
