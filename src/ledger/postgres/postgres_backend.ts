@@ -31,6 +31,8 @@ interface Row {
   redacts: string | null;
   redacted: boolean;
   idem: string | null;
+  bytes: Uint8Array | null;
+  meta: string | null;
 }
 
 /** Options of {@link PostgresBackend.open}. */
@@ -105,8 +107,13 @@ export class PostgresBackend implements LedgerBackend {
           redacts text,
           redacted boolean not null default false,
           idem text,
+          bytes bytea,
+          meta text,
           primary key (track, seq)
         )`;
+      // Byte payloads and protocol metadata: two nullable columns, so old rows read as before.
+      await sql`alter table ${t} add column if not exists bytes bytea,
+        add column if not exists meta text`;
       await sql`create index if not exists ${sql(`${this.#table.slice(0, 50)}_tracks`)}
         on ${t} (track) where seq = -1`;
     } catch (error) {
@@ -192,15 +199,22 @@ class PostgresTrack implements TrackBackend {
       redacts: e.redacts ?? null,
       redacted: e.redacted ?? false,
       idem: e.idempotencyKey ?? null,
+      // Hex only on the way in (the rows travel as JSON); the column holds the bytes.
+      bytes: e.bytes === undefined ? null : e.bytes.toHex(),
+      meta: e.meta ?? null,
     }));
     const sql = this.#pool.sql;
     const t = sql(this.#table);
     try {
       // One statement is one transaction: the whole batch commits or none of it.
       await sql`
-        insert into ${t} (track, seq, epoch, wallclock, sender, payload, redacts, redacted, idem)
-        select track, seq, epoch, wallclock, sender, payload, redacts, redacted, idem
-        from json_populate_recordset(null::${t}, ${sql.json(rows)}::json)`;
+        insert into ${t} (track, seq, epoch, wallclock, sender, payload, redacts, redacted, idem,
+          bytes, meta)
+        select track, seq, epoch, wallclock, sender, payload, redacts, redacted, idem,
+          decode(bytes, 'hex'), meta
+        from json_to_recordset(${sql.json(rows)}::json) as r(track text, seq bigint,
+          epoch integer, wallclock bigint, sender text, payload text, redacts text,
+          redacted boolean, idem text, bytes text, meta text)`;
     } catch (error) {
       throw translate(error, "Cannot append to the ledger");
     }
@@ -216,7 +230,8 @@ class PostgresTrack implements TrackBackend {
     const end = before ?? Number.MAX_SAFE_INTEGER;
     try {
       const rows = await sql<Row[]>`
-        select seq, epoch, wallclock::text as wallclock, sender, payload, redacts, redacted, idem
+        select seq, epoch, wallclock::text as wallclock, sender, payload, redacts, redacted, idem,
+          bytes, meta
         from ${t} where track = ${this.#key} and seq >= 0 and seq < ${end}
         order by seq desc limit ${limit}`;
       return rows.map(fromRow);
@@ -231,7 +246,8 @@ class PostgresTrack implements TrackBackend {
     const start = after === undefined ? -1 : after;
     try {
       const rows = await sql<Row[]>`
-        select seq, epoch, wallclock::text as wallclock, sender, payload, redacts, redacted, idem
+        select seq, epoch, wallclock::text as wallclock, sender, payload, redacts, redacted, idem,
+          bytes, meta
         from ${t} where track = ${this.#key} and seq >= 0 and seq > ${start}
         order by seq asc limit ${limit}`;
       return rows.map(fromRow);
@@ -245,7 +261,8 @@ class PostgresTrack implements TrackBackend {
     const sql = this.#pool.sql;
     try {
       const rows = await sql<Row[]>`
-        select seq, epoch, wallclock::text as wallclock, sender, payload, redacts, redacted, idem
+        select seq, epoch, wallclock::text as wallclock, sender, payload, redacts, redacted, idem,
+          bytes, meta
         from ${sql(this.#table)} where track = ${this.#key} and seq = ${seq}`;
       return rows[0] ? fromRow(rows[0]) : undefined;
     } catch (error) {
@@ -256,7 +273,7 @@ class PostgresTrack implements TrackBackend {
   async erasePayload(seq: number): Promise<void> {
     const sql = this.#pool.sql;
     try {
-      await sql`update ${sql(this.#table)} set payload = null, redacted = true
+      await sql`update ${sql(this.#table)} set payload = null, bytes = null, redacted = true
         where track = ${this.#key} and seq = ${seq} and seq >= 0 and redacts is null`;
     } catch (error) {
       throw translate(error, "Cannot redact in the ledger");
@@ -275,6 +292,9 @@ function fromRow(row: Row): LedgerEntry {
   if (row.redacts !== null) entry.redacts = row.redacts;
   if (row.redacted) entry.redacted = true;
   if (row.idem !== null) entry.idempotencyKey = row.idem;
+  // The driver gives a Buffer; entries hold plain Uint8Arrays.
+  if (row.bytes !== null) entry.bytes = Uint8Array.from(row.bytes);
+  if (row.meta !== null) entry.meta = row.meta;
   return entry;
 }
 
