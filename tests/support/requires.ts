@@ -4,7 +4,7 @@
 // S3 is not listed: its tests start s3rver in-process and never skip.
 
 /** A service some tests need that the test process cannot start itself. */
-export type Service = "PostgreSQL" | "Chromium" | "OpenSSL" | "tmpfs";
+export type Service = "PostgreSQL" | "Chromium" | "OpenSSL" | "tmpfs" | "Podman";
 
 const failing = new Set<Service>();
 
