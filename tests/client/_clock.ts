@@ -28,3 +28,20 @@ export async function advance(
     await (realMs > 0 ? new Promise((r) => setTimeout(r, realMs)) : turn());
   }
 }
+
+/**
+ * Waits until `cond()` holds while the clock moves 50 ms for every few real
+ * milliseconds, so retries and backoffs on the clock can happen meanwhile.
+ */
+export async function untilOnClock(
+  clock: ManualClock,
+  cond: () => boolean,
+  what: string,
+): Promise<void> {
+  for (let i = 0; i < 10_000; i++) {
+    if (cond()) return;
+    clock.advance(50);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error(`Timed out waiting for ${what}`);
+}

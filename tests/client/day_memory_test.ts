@@ -11,9 +11,8 @@ import { type Dialer, openFeed, post, SessionPool } from "../../src/client/mod.t
 import { connectQuicSession } from "../../src/transport/mod.ts";
 import { testCertificate } from "../support/certs.ts";
 import { quiet } from "../support/quiet.ts";
-import { until } from "../support/wait.ts";
 import { Reader } from "./_feed.ts";
-import { clockAtNow } from "./_clock.ts";
+import { clockAtNow, untilOnClock } from "./_clock.ts";
 import { startServers } from "./_servers.ts";
 
 v8.setFlagsFromString("--expose-gc");
@@ -51,8 +50,11 @@ Deno.test("a feed open for a simulated day holds steady memory", async () => {
     }),
   );
   try {
-    await reader.count(1);
-    await until(() => reader.feed.state === "live", "live");
+    await untilOnClock(
+      clock,
+      () => reader.records.length >= 1 && reader.feed.state === "live",
+      "live",
+    );
     const hour = async () => {
       for (let i = 0; i < 3600; i++) {
         clock.advance(1000);

@@ -5,9 +5,8 @@
 import assert from "node:assert/strict";
 import { openFeed, post, SessionPool } from "../../src/client/mod.ts";
 import { quiet } from "../support/quiet.ts";
-import { until } from "../support/wait.ts";
 import { Reader } from "./_feed.ts";
-import { advance, clockAtNow } from "./_clock.ts";
+import { advance, clockAtNow, untilOnClock } from "./_clock.ts";
 import { startServers } from "./_servers.ts";
 
 const FEEDS = 20;
@@ -40,12 +39,20 @@ Deno.test("20 feeds with the relay down poll the funnel with backoff and jitter"
     );
   }
   try {
-    for (const r of readers) await r.count(1);
-    await until(() => readers.every((r) => r.feed.state === "live"), "every feed live");
+    await untilOnClock(clock, () => readers.every((r) => r.records.length >= 1), "a record each");
+    await untilOnClock(
+      clock,
+      () => readers.every((r) => r.feed.state === "live"),
+      "every feed live",
+    );
     await s.relay!.kill("SIGKILL");
     // The session's probe notices within 4.5 s; then give every feed a moment to lose its link.
     await advance(clock, 6_000, 100, 2);
-    await until(() => readers.every((r) => r.feed.state === "connecting"), "every feed connecting");
+    await untilOnClock(
+      clock,
+      () => readers.every((r) => r.feed.state === "connecting"),
+      "every feed connecting",
+    );
     const from = clock.now();
     const before = requests.length;
     await advance(clock, 10_000, 50, 1);

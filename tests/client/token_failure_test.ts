@@ -13,9 +13,8 @@ import {
   TokenError,
 } from "../../src/client/mod.ts";
 import { quiet } from "../support/quiet.ts";
-import { until } from "../support/wait.ts";
 import { Reader } from "./_feed.ts";
-import { advance, clockAtNow } from "./_clock.ts";
+import { advance, clockAtNow, untilOnClock } from "./_clock.ts";
 import { startServers } from "./_servers.ts";
 
 /** An unsigned JWT-shaped token with `iat` and `exp` (the funnel runs without auth). */
@@ -52,8 +51,7 @@ Deno.test("a failing token function is asked again with backoff; the feed closes
   feed.addEventListener("error", (e) => errors.push(e as FeedErrorEvent));
   const reader = new Reader(feed);
   const ended = reader.done.then(() => undefined, (err: unknown) => err);
-  await reader.count(1);
-  await until(() => feed.state === "live", "live");
+  await untilOnClock(clock, () => reader.records.length >= 1 && feed.state === "live", "live");
   failing = true;
   const start = clock.now();
   const first = calls.length;
