@@ -1,8 +1,9 @@
 /**
  * The demo page: the last 50 messages of the track, then new ones live;
- * a form that posts; × redacts a message, which removes it in every tab.
+ * "Load older" pages further back; a form that posts; × redacts a message,
+ * which removes it in every tab.
  */
-import { type FeedRecord, openFeed, post, redact } from "../src/client/mod.ts";
+import { type FeedRecord, history, openFeed, post, redact } from "../src/client/mod.ts";
 
 interface DemoConfig {
   readonly track: string;
@@ -28,12 +29,14 @@ interface PageElement {
   value: string;
   dateTime: string;
   scrollTop: number;
+  hidden: boolean;
   readonly dataset: Record<string, string | undefined>;
   readonly scrollHeight: number;
   readonly clientHeight: number;
   readonly children: { readonly length: number };
   readonly firstElementChild: PageElement | null;
   append(...nodes: PageElement[]): void;
+  prepend(...nodes: PageElement[]): void;
   remove(): void;
   querySelector(selector: string): PageElement | null;
   addEventListener(type: string, listener: (event: { preventDefault(): void }) => void): void;
@@ -55,6 +58,7 @@ const state = document.querySelector("#state")!;
 const form = document.querySelector("#send")!;
 const nameInput = document.querySelector("#name")!;
 const textInput = document.querySelector("#text")!;
+const older = document.querySelector("#older")!;
 nameInput.value = localStorage.getItem("sluice-demo-name") ?? "";
 
 const feed = openFeed({
@@ -70,12 +74,24 @@ feed.addEventListener("statechange", () => {
   state.dataset.transport = transport ?? "";
 });
 
+/** Older pages loaded so far: the log then keeps every message. */
+let loadedOlder = false;
+
 function show(record: FeedRecord): void {
   if (record.redacts !== undefined) {
     log.querySelector(`li[data-group="${record.redacts}"]`)?.remove();
     return;
   }
-  if (record.redacted) return;
+  const li = render(record);
+  if (!li) return;
+  const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
+  log.append(li);
+  while (!loadedOlder && log.children.length > 200) log.firstElementChild?.remove();
+  if (atBottom) log.scrollTop = log.scrollHeight;
+}
+
+function render(record: FeedRecord): PageElement | undefined {
+  if (record.redacted || record.redacts !== undefined) return undefined;
   const message = (record.payload ?? {}) as Message;
   const li = document.createElement("li");
   li.dataset.group = record.group;
@@ -99,11 +115,18 @@ function show(record: FeedRecord): void {
   remove.textContent = "×";
   remove.addEventListener("click", () => void redact(track, record.group).catch(console.error));
   li.append(name, text, time, remove);
-  const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
-  log.append(li);
-  while (log.children.length > 200) log.firstElementChild?.remove();
-  if (atBottom) log.scrollTop = log.scrollHeight;
+  return li;
 }
+
+// "Load older": the page before the oldest message shown (history pages are oldest first).
+older.addEventListener("click", async () => {
+  const before = log.firstElementChild?.dataset.group ?? feed.position;
+  if (before === undefined) return;
+  const page = await history(track, { before, limit: 50 });
+  loadedOlder = true;
+  log.prepend(...page.records.map(render).filter((li) => li !== undefined));
+  if (page.before === undefined) older.hidden = true;
+});
 
 form.addEventListener("submit", (event) => {
   event.preventDefault();
