@@ -8,7 +8,7 @@
  * @module
  */
 
-import ts from "npm:typescript@^5.9.3";
+import ts from "typescript";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
 
