@@ -1,4 +1,5 @@
 import {
+  type CommitOutcome,
   entryGroup,
   type GroupId,
   type Ledger,
@@ -85,17 +86,17 @@ export class FunnelService {
       if (earlier) return { ...(await earlier), replayed: true };
     }
     this.#checkLimits(trackKey(path), poster.limitKey);
-    const committing = track.append({
+    const committing = track.commit({
       ...(poster.sender === undefined ? {} : { sender: poster.sender }),
       payload,
       ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
     });
     if (cache && idempotencyKey !== undefined) {
-      cache.remember(poster.sender, idempotencyKey, committing.then(answerOf));
+      cache.remember(poster.sender, idempotencyKey, committing.then((c) => answerOf(c.entry)));
     }
-    let entry: LedgerEntry;
+    let outcome: CommitOutcome;
     try {
-      entry = await committing;
+      outcome = await committing;
     } catch (error) {
       // A commit that failed or timed out may still have landed (its answer was
       // lost): keys are reloaded from the ledger before the next keyed POST, so a
@@ -105,7 +106,9 @@ export class FunnelService {
       }
       throw error;
     }
-    return { group: entryGroup(entry), wallclock: entry.wallclock, replayed: false };
+    // On a shared ledger another process may have stored this key first: its answer is ours.
+    const entry = outcome.entry;
+    return { group: entryGroup(entry), wallclock: entry.wallclock, replayed: outcome.existing };
   }
 
   /** Creates a track ahead of its first record; true when it did not exist before. */

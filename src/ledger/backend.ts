@@ -1,4 +1,4 @@
-import type { LedgerEntry } from "./entry.ts";
+import type { EntryDraft, LedgerEntry } from "./entry.ts";
 import type { TrackPath } from "../record/mod.ts";
 
 /**
@@ -29,7 +29,35 @@ export interface LedgerBackend {
    * have nothing to drop.
    */
   abandon?(): void;
+  /**
+   * Only for a backend several processes write at once (PostgreSQL): tells
+   * `events` of every track created and every batch committed by any
+   * process, and of every (re)connection after which some may have been
+   * missed. Resolves once listening; the result stops it.
+   */
+  follow?(events: LedgerEvents): Promise<() => Promise<void>>;
 }
+
+/** What a shared backend tells its followers ({@link LedgerBackend.follow}). */
+export interface LedgerEvents {
+  /** A track was created, by this process or another. */
+  created(path: TrackPath): void;
+  /** Entries of a track up to sequence `last` are committed, by this process or another. */
+  committed(path: TrackPath, last: number): void;
+  /** Listening (re)started: events may have been missed, so re-read what matters. */
+  resync(): void;
+}
+
+/** One draft's outcome in {@link TrackBackend.commit}. */
+export interface CommitOutcome {
+  /** The entry the draft is stored as. */
+  readonly entry: LedgerEntry;
+  /** True when an entry with the draft's sender and Idempotency-Key was stored before: nothing new was. */
+  readonly existing: boolean;
+}
+
+/** The outcome of {@link TrackBackend.redactOnce}. */
+export type RedactResult = { readonly redaction: LedgerEntry } | { readonly already: true };
 
 /** Storage of one track's entries. Calls for one track never overlap in `append`. */
 export interface TrackBackend {
@@ -55,4 +83,20 @@ export interface TrackBackend {
   get(seq: number): Promise<LedgerEntry | undefined>;
   /** Deletes the payload of entry `seq` from storage and marks it redacted. */
   erasePayload(seq: number): Promise<void>;
+  /**
+   * Only for a backend several processes write at once: numbers and stores
+   * `drafts` in one transaction, in the order the storage itself decides
+   * across processes (seq after the newest entry of any process, wallclock
+   * never below the track's newest). A draft whose sender and
+   * Idempotency-Key are stored already is answered with that entry and
+   * stores nothing. Outcomes are in draft order.
+   */
+  commit?(drafts: readonly EntryDraft[], wallclock: bigint): Promise<CommitOutcome[]>;
+  /**
+   * Only with {@link commit}: commits a redaction of `seq` and deletes its
+   * payload in one transaction, unless another process redacted it first.
+   * Throws `LedgerError("not_found")` for no such record and `TypeError`
+   * when the target is itself a redaction.
+   */
+  redactOnce?(seq: number, sender: string | undefined, wallclock: bigint): Promise<RedactResult>;
 }

@@ -61,6 +61,15 @@ export function withDeadline(
     readAfter: (after, limit) => bound("a read", () => t.readAfter(after, limit)),
     get: (seq) => bound("a read", () => t.get(seq)),
     erasePayload: (seq) => bound("a redaction", () => t.erasePayload(seq)),
+    ...(t.commit
+      ? { commit: (drafts, wallclock) => bound("a commit", () => t.commit!(drafts, wallclock)) }
+      : {}),
+    ...(t.redactOnce
+      ? {
+        redactOnce: (seq, sender, wallclock) =>
+          bound("a redaction", () => t.redactOnce!(seq, sender, wallclock)),
+      }
+      : {}),
   });
   const opened = new WeakMap<TrackBackend, TrackBackend>();
   return {
@@ -75,5 +84,7 @@ export function withDeadline(
     },
     close: () => backend.close(),
     ...(backend.abandon ? { abandon: () => backend.abandon!() } : {}),
+    // Listening is not one call with an answer: it is not bounded.
+    ...(backend.follow ? { follow: (events) => backend.follow!(events) } : {}),
   };
 }

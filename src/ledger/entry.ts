@@ -2,6 +2,14 @@ import type { GroupId } from "../record/mod.ts";
 import { formatGroupId } from "../record/mod.ts";
 
 /**
+ * The epoch every entry of this version is written in. It names the
+ * numbering of a track's sequence, not a process: every funnel writing a
+ * shared ledger numbers in the same epoch, so a group identifier names the
+ * same record whichever process committed or serves it.
+ */
+export const CURRENT_EPOCH = 1;
+
+/**
  * One committed entry of a track's ledger: a record, or a redaction of an
  * earlier record. This is what every backend stores and returns.
  */

@@ -23,7 +23,14 @@ export * from "./entry.ts";
 export { withoutPayload } from "./codec.ts";
 export { STORAGE_DEADLINE_MS } from "./deadline.ts";
 export * from "./errors.ts";
-export type { LedgerBackend, TrackBackend } from "./backend.ts";
+export type {
+  CommitOutcome,
+  LedgerBackend,
+  LedgerEvents,
+  RedactResult,
+  TrackBackend,
+} from "./backend.ts";
+export { CommitFollower, type CommitFollowerOptions, FOLLOW_RETRY_MS } from "./commit_follower.ts";
 export * from "./entry_stream.ts";
 export * from "./track_ledger.ts";
 export * from "./ledger.ts";

@@ -1,11 +1,9 @@
-import type { TrackBackend } from "./backend.ts";
-import { type EntryDraft, entryGroup, type LedgerEntry } from "./entry.ts";
+import type { CommitOutcome, TrackBackend } from "./backend.ts";
+import { CommitFollower } from "./commit_follower.ts";
+import { CURRENT_EPOCH, type EntryDraft, entryGroup, type LedgerEntry } from "./entry.ts";
 import { type EntryRange, entryStream, type EntryStreamOptions } from "./entry_stream.ts";
 import { LedgerError } from "./errors.ts";
 import type { TrackPath } from "../record/mod.ts";
-
-/** The epoch every entry of this version is written in. */
-export const CURRENT_EPOCH = 1;
 
 /** Told of every committed batch of a track, in commit order, before the appenders resume. */
 export type CommitListener = (ledger: TrackLedger, entries: readonly LedgerEntry[]) => void;
@@ -27,9 +25,19 @@ export type RedactOutcome = { readonly redaction: LedgerEntry; readonly already?
   readonly redaction?: undefined;
 };
 
+/** Options of {@link TrackLedger.open} beyond the positional ones. */
+export interface TrackLedgerHooks {
+  /** Told how many entries it read that another process committed (shared backends). */
+  readonly onLearned?: (ledger: TrackLedger, count: number) => void;
+  /** Told when reading others' commits failed (it retries by itself). */
+  readonly onFollowError?: (error: unknown) => void;
+  /** Told of every batch this process committed, by its number of new entries. */
+  readonly onBatch?: (ledger: TrackLedger, count: number) => void;
+}
+
 interface Pending {
   readonly draft: EntryDraft;
-  readonly resolve: (entry: LedgerEntry) => void;
+  readonly resolve: (outcome: CommitOutcome) => void;
   readonly reject: (error: unknown) => void;
 }
 
@@ -39,6 +47,12 @@ interface Pending {
  *
  * Appends that arrive while a commit is in flight are committed together in
  * the next batch, so throughput grows with concurrency, not storage latency.
+ *
+ * Over a backend several processes write at once (one with
+ * `TrackBackend.commit`), the backend numbers each batch in the order the
+ * storage decides, and commits of other processes are learned through
+ * {@link learn}; listeners are told of every entry of the track, whoever
+ * committed it, in sequence order (a {@link CommitFollower}).
  */
 export class TrackLedger {
   /** The track this ledger stores. */
@@ -47,6 +61,8 @@ export class TrackLedger {
   readonly #clock: NanoClock;
   readonly #maxBatch: number;
   readonly #onCommit: CommitListener | undefined;
+  readonly #hooks: TrackLedgerHooks;
+  #follower!: CommitFollower;
   #newest: LedgerEntry | undefined;
   #queue: Pending[] = [];
   #committing = false;
@@ -63,8 +79,10 @@ export class TrackLedger {
     clock: NanoClock,
     maxBatch: number,
     onCommit: CommitListener | undefined,
+    hooks: TrackLedgerHooks,
   ) {
     this.path = path;
+    this.#hooks = hooks;
     this.#onCommit = onCommit;
     this.#backend = backend;
     this.#clock = clock;
@@ -78,11 +96,37 @@ export class TrackLedger {
     clock: NanoClock,
     maxBatch = 1024,
     onCommit?: CommitListener,
+    hooks: TrackLedgerHooks = {},
   ): Promise<TrackLedger> {
-    const ledger = new TrackLedger(path, backend, clock, maxBatch, onCommit);
+    const ledger = new TrackLedger(path, backend, clock, maxBatch, onCommit, hooks);
     ledger.#newest = await backend.latest();
     ledger.#lastWallclock = ledger.#newest?.wallclock ?? 0n;
+    ledger.#follower = new CommitFollower({
+      read: (after, limit) => backend.readAfter(after, limit),
+      tell: (entries) => ledger.#told(entries),
+      told: ledger.#newest?.seq ?? -1,
+      onLearned: (count) => hooks.onLearned?.(ledger, count),
+      ...(hooks.onFollowError ? { onError: hooks.onFollowError } : {}),
+    });
     return ledger;
+  }
+
+  /** True when several processes may write this track (the backend numbers entries). */
+  get shared(): boolean {
+    return this.#backend.commit !== undefined;
+  }
+
+  /**
+   * Entries up to sequence `last` are committed, perhaps by another
+   * process: listeners are told of those they have not seen, in order.
+   */
+  learn(last: number): void {
+    this.#follower.learn(last);
+  }
+
+  /** Stops following other processes' commits (the ledger is closing). */
+  stopFollowing(): void {
+    this.#follower.stop();
   }
 
   /** The newest committed entry (record or redaction), if any. */
@@ -104,7 +148,16 @@ export class TrackLedger {
   }
 
   /** Commits one entry; resolves with it once it is durable. */
-  append(draft: EntryDraft): Promise<LedgerEntry> {
+  async append(draft: EntryDraft): Promise<LedgerEntry> {
+    return (await this.commit(draft)).entry;
+  }
+
+  /**
+   * Commits one entry; resolves once it is durable. On a shared backend a
+   * draft whose sender and Idempotency-Key another process stored already
+   * resolves with that entry, marked `existing`, and stores nothing.
+   */
+  commit(draft: EntryDraft): Promise<CommitOutcome> {
     return new Promise((resolve, reject) => {
       this.#queue.push({ draft, resolve, reject });
       if (!this.#committing) void this.#drain();
@@ -117,12 +170,17 @@ export class TrackLedger {
       while (this.#queue.length > 0) {
         const batch = this.#queue.splice(0, this.#maxBatch);
         try {
+          if (this.#backend.commit) {
+            await this.#commitShared(batch);
+            continue;
+          }
           if (this.#tailUncertain) await this.#settleTail();
           const entries = this.#number(batch.map((p) => p.draft));
           await this.#backend.append(entries);
           this.#newest = entries[entries.length - 1];
+          this.#hooks.onBatch?.(this, entries.length);
           this.#notify(entries);
-          batch.forEach((p, i) => p.resolve(entries[i]!));
+          batch.forEach((p, i) => p.resolve({ entry: entries[i]!, existing: false }));
         } catch (error) {
           this.#tailUncertain = true;
           const wrapped = error instanceof LedgerError
@@ -150,7 +208,39 @@ export class TrackLedger {
     return run;
   }
 
+  // The storage numbers the batch; others' commits in between are read before ours are told.
+  async #commitShared(batch: readonly Pending[]): Promise<void> {
+    const outcomes = await this.#backend.commit!(batch.map((p) => p.draft), this.#wallclock());
+    const fresh = outcomes.filter((o) => !o.existing).map((o) => o.entry);
+    this.#advance(fresh[fresh.length - 1]);
+    if (fresh.length > 0) {
+      this.#hooks.onBatch?.(this, fresh.length);
+      this.#follower.own(fresh);
+    }
+    batch.forEach((p, i) => p.resolve(outcomes[i]!));
+  }
+
+  #advance(entry: LedgerEntry | undefined): void {
+    if (!entry || entry.seq <= (this.#newest?.seq ?? -1)) return;
+    this.#newest = entry;
+    if (entry.wallclock > this.#lastWallclock) this.#lastWallclock = entry.wallclock;
+  }
+
+  // Listeners hear of entries from the follower, which keeps sequence order.
+  #told(entries: readonly LedgerEntry[]): void {
+    this.#advance(entries[entries.length - 1]);
+    this.#onCommit?.(this, entries);
+  }
+
   async #redactNow(seq: number, sender: string | undefined): Promise<RedactOutcome> {
+    if (this.#backend.redactOnce) {
+      const result = await this.#backend.redactOnce(seq, sender, this.#wallclock());
+      if ("already" in result) return { already: true };
+      this.#advance(result.redaction);
+      this.#hooks.onBatch?.(this, 1);
+      this.#follower.own([result.redaction]);
+      return { redaction: result.redaction };
+    }
     const target = await this.#backend.get(seq);
     if (!target) throw new LedgerError("not_found", `No group ${seq} in this track`);
     if (target.redacts !== undefined) {
@@ -194,20 +284,20 @@ export class TrackLedger {
   }
 
   #notify(entries: readonly LedgerEntry[]): void {
-    try {
-      this.#onCommit?.(this, entries);
-    } catch (error) {
-      // A listener's failure must never undo or block a durable commit.
-      console.error("Commit listener failed:", error);
-    }
+    this.#follower.own(entries);
+  }
+
+  // Wallclock never goes backwards within a track, even if the system clock does.
+  #wallclock(): bigint {
+    let wallclock = this.#clock();
+    if (wallclock < this.#lastWallclock) wallclock = this.#lastWallclock;
+    this.#lastWallclock = wallclock;
+    return wallclock;
   }
 
   #number(drafts: readonly EntryDraft[]): LedgerEntry[] {
     let seq = this.#newest ? this.#newest.seq + 1 : 0;
-    // Wallclock never goes backwards within a track, even if the system clock does.
-    let wallclock = this.#clock();
-    if (wallclock < this.#lastWallclock) wallclock = this.#lastWallclock;
-    this.#lastWallclock = wallclock;
+    const wallclock = this.#wallclock();
     return drafts.map((draft) => {
       const entry: LedgerEntry = { ...draft, epoch: CURRENT_EPOCH, seq: seq++, wallclock };
       return entry;

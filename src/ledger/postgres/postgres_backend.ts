@@ -1,39 +1,21 @@
 import postgres from "postgres";
-import type { LedgerBackend, TrackBackend } from "../backend.ts";
-import type { LedgerEntry } from "../entry.ts";
-import { LedgerError } from "../errors.ts";
+import type { LedgerBackend, LedgerEvents, TrackBackend } from "../backend.ts";
 import { pathFromKey } from "../storage_name.ts";
 import { trackKey, type TrackPath } from "../../record/mod.ts";
+import { PostgresTrack } from "./postgres_track.ts";
+import { type Pool, type Sql, type TableRef, translate } from "./rows.ts";
 
 /*
  * One table holds every track: a row per entry keyed (track, seq), plus a row
- * with seq = -1 per track that makes PUT-created empty tracks exist and list.
+ * with seq = -1 per track that makes PUT-created empty tracks exist and list,
+ * and holds the track's next sequence and newest commit time, so several
+ * processes can share the table (see shared_writes.ts).
  * A batch is one INSERT statement (one transaction) whose rows travel as a
  * single JSON parameter, so the statement text never changes and stays
  * prepared. Every value is a parameter; the table name is a validated
  * identifier and is still quoted as one. Redaction sets the payload to NULL
  * in place; PostgreSQL frees the old row version at the next (auto)vacuum.
  */
-
-type Sql = postgres.Sql<Record<string, never>>;
-
-/** The current connection pool, shared by the backend and its tracks; replaced by `abandon`. */
-interface Pool {
-  sql: Sql;
-}
-
-interface Row {
-  seq: string;
-  epoch: number;
-  wallclock: string;
-  sender: string | null;
-  payload: string | null;
-  redacts: string | null;
-  redacted: boolean;
-  idem: string | null;
-  bytes: Uint8Array | null;
-  meta: string | null;
-}
 
 /** Options of {@link PostgresBackend.open}. */
 export interface PostgresOptions {
@@ -50,12 +32,15 @@ export class PostgresBackend implements LedgerBackend {
   readonly #pool: Pool;
   readonly #connect: () => Sql;
   readonly #table: string;
+  readonly #ref: TableRef;
   readonly #open = new Map<string, PostgresTrack>();
+  #listener: Sql | undefined;
 
   private constructor(connect: () => Sql, table: string) {
     this.#connect = connect;
     this.#pool = { sql: connect() };
     this.#table = table;
+    this.#ref = { pool: this.#pool, table, channel: table };
   }
 
   /**
@@ -111,15 +96,55 @@ export class PostgresBackend implements LedgerBackend {
           meta text,
           primary key (track, seq)
         )`;
-      // Byte payloads and protocol metadata: two nullable columns, so old rows read as before.
-      await sql`alter table ${t} add column if not exists bytes bytea,
-        add column if not exists meta text`;
       await sql`create index if not exists ${sql(`${this.#table.slice(0, 50)}_tracks`)}
         on ${t} (track) where seq = -1`;
     } catch (error) {
       // Two processes creating the same table race on the catalog; the loser finds it made.
-      const code = (error as { code?: unknown }).code;
-      if (code !== "23505" && code !== "42P07") throw error;
+      if (!raced(error)) throw error;
+    }
+    await this.#upgradeSchema();
+  }
+
+  /*
+   * Tables made before several processes could share them lack the existence
+   * row's next sequence and the index that finds a stored Idempotency-Key.
+   * Both are added once; the catalog is read first so that a funnel starting
+   * beside running ones does not lock the table when nothing is missing.
+   */
+  async #upgradeSchema(): Promise<void> {
+    const sql = this.#pool.sql;
+    const t = sql(this.#table);
+    const index = `${this.#table.slice(0, 50)}_idem`;
+    const [state] = await sql<{ column: boolean; index: boolean; bytes: boolean }[]>`
+      select exists (select 1 from information_schema.columns
+          where table_schema = current_schema() and table_name = ${this.#table}
+            and column_name = 'next_seq') as column,
+        to_regclass(${index}) is not null as index,
+        exists (select 1 from information_schema.columns
+          where table_schema = current_schema() and table_name = ${this.#table}
+            and column_name = 'meta') as bytes`;
+    try {
+      // Byte payloads and protocol metadata: two nullable columns, so old rows read as before.
+      if (!state?.bytes) {
+        await sql`alter table ${t} add column if not exists bytes bytea,
+          add column if not exists meta text`;
+      }
+      if (!state?.column) {
+        await sql`alter table ${t} add column if not exists next_seq bigint`;
+        // Tracks written before: number after their newest record, never below its time.
+        await sql`update ${t} e set
+            next_seq = coalesce((select max(r.seq) + 1 from ${t} r
+              where r.track = e.track and r.seq >= 0), 0),
+            wallclock = coalesce((select max(r.wallclock) from ${t} r
+              where r.track = e.track and r.seq >= 0), 0)
+          where e.seq = -1 and e.next_seq is null`;
+      }
+      if (!state?.index) {
+        await sql`create index if not exists ${sql(index)} on ${t} (track, idem)
+          where idem is not null`;
+      }
+    } catch (error) {
+      if (!raced(error)) throw error;
     }
   }
 
@@ -144,7 +169,12 @@ export class PostgresBackend implements LedgerBackend {
     const t = sql(this.#table);
     try {
       if (create) {
-        await sql`insert into ${t} (track, seq) values (${key}, -1) on conflict do nothing`;
+        // Other processes hear of a new track, so they publish it too.
+        await sql`with made as (
+            insert into ${t} (track, seq, next_seq) values (${key}, -1, 0)
+            on conflict do nothing returning track)
+          select pg_notify(${this.#table}, json_build_object('t', track, 'c', true)::text)
+            is null as told from made`;
       } else {
         const rows = await sql`select 1 from ${t} where track = ${key} and seq = -1`;
         if (rows.length === 0) return undefined;
@@ -152,14 +182,63 @@ export class PostgresBackend implements LedgerBackend {
     } catch (error) {
       throw translate(error, "Cannot open the ledger track");
     }
-    const track = this.#open.get(key) ?? new PostgresTrack(this.#pool, this.#table, key);
+    const track = this.#open.get(key) ?? new PostgresTrack(this.#ref, key);
     this.#open.set(key, track);
     return track;
+  }
+
+  /**
+   * LISTENs on the table's channel on a connection of its own (never
+   * abandoned with the pool; the driver re-listens after it drops, and then
+   * `events.resync` is called, since notices sent meanwhile are lost). A
+   * server that does not answer the LISTEN within the connect timeout is
+   * tried again every {@link RELISTEN_MS} in the background, so startup
+   * never waits on it; the first success after a failure resyncs too.
+   */
+  async follow(events: LedgerEvents): Promise<() => Promise<void>> {
+    let stopped = false;
+    let unlisten: (() => Promise<void>) | undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let heard = false;
+    const onNotice = (payload: string) => {
+      const notice = parseNotice(payload);
+      if (!notice) return;
+      if (notice.last === undefined) events.created(notice.path);
+      else events.committed(notice.path, notice.last);
+    };
+    const attempt = async (): Promise<void> => {
+      const listener = this.#listener ??= this.#connect();
+      try {
+        const listening = listener.listen(this.#table, onNotice, () => {
+          if (heard) events.resync();
+          heard = true;
+        });
+        const result = await deadline(listening, LISTEN_DEADLINE_MS);
+        unlisten = result.unlisten;
+        if (stopped) await unlisten();
+      } catch {
+        // Not listening: drop the connection (it may hang) and try again later.
+        if (this.#listener === listener) this.#listener = undefined;
+        listener.end({ timeout: 0 }).catch(() => {});
+        heard = true; // whatever was missed meanwhile is read at the next success
+        if (!stopped) timer = setTimeout(() => void attempt(), RELISTEN_MS);
+      }
+    };
+    await attempt();
+    // Not awaited: on a connection the server stopped answering, UNLISTEN would hang;
+    // close() ends the listening connection anyway.
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+      unlisten?.().catch(() => {});
+      return Promise.resolve();
+    };
   }
 
   /** Closes the connection pool. */
   async close(): Promise<void> {
     // In-flight work has finished by now; a connection stuck reconnecting must not hold shutdown.
+    await this.#listener?.end({ timeout: 1 });
     await this.#pool.sql.end({ timeout: 1 });
   }
 
@@ -176,140 +255,37 @@ export class PostgresBackend implements LedgerBackend {
   }
 }
 
-class PostgresTrack implements TrackBackend {
-  readonly #pool: Pool;
-  readonly #table: string;
-  readonly #key: string;
+/** Longest wait for the LISTEN to be answered, ms. */
+const LISTEN_DEADLINE_MS = 5000;
+/** Wait before trying to LISTEN again after a failure, ms. */
+export const RELISTEN_MS = 2000;
 
-  constructor(pool: Pool, table: string, key: string) {
-    this.#pool = pool;
-    this.#table = table;
-    this.#key = key;
-  }
-
-  async append(entries: readonly LedgerEntry[]): Promise<void> {
-    if (entries.length === 0) return;
-    const rows = entries.map((e) => ({
-      track: this.#key,
-      seq: e.seq,
-      epoch: e.epoch,
-      wallclock: e.wallclock.toString(),
-      sender: e.sender ?? null,
-      payload: e.payload ?? null,
-      redacts: e.redacts ?? null,
-      redacted: e.redacted ?? false,
-      idem: e.idempotencyKey ?? null,
-      // Hex only on the way in (the rows travel as JSON); the column holds the bytes.
-      bytes: e.bytes === undefined ? null : e.bytes.toHex(),
-      meta: e.meta ?? null,
-    }));
-    const sql = this.#pool.sql;
-    const t = sql(this.#table);
-    try {
-      // One statement is one transaction: the whole batch commits or none of it.
-      await sql`
-        insert into ${t} (track, seq, epoch, wallclock, sender, payload, redacts, redacted, idem,
-          bytes, meta)
-        select track, seq, epoch, wallclock, sender, payload, redacts, redacted, idem,
-          decode(bytes, 'hex'), meta
-        from json_to_recordset(${sql.json(rows)}::json) as r(track text, seq bigint,
-          epoch integer, wallclock bigint, sender text, payload text, redacts text,
-          redacted boolean, idem text, bytes text, meta text)`;
-    } catch (error) {
-      throw translate(error, "Cannot append to the ledger");
-    }
-  }
-
-  async latest(): Promise<LedgerEntry | undefined> {
-    return (await this.readBefore(undefined, 1))[0];
-  }
-
-  async readBefore(before: number | undefined, limit: number): Promise<LedgerEntry[]> {
-    const sql = this.#pool.sql;
-    const t = sql(this.#table);
-    const end = before ?? Number.MAX_SAFE_INTEGER;
-    try {
-      const rows = await sql<Row[]>`
-        select seq, epoch, wallclock::text as wallclock, sender, payload, redacts, redacted, idem,
-          bytes, meta
-        from ${t} where track = ${this.#key} and seq >= 0 and seq < ${end}
-        order by seq desc limit ${limit}`;
-      return rows.map(fromRow);
-    } catch (error) {
-      throw translate(error, "Cannot read the ledger");
-    }
-  }
-
-  async readAfter(after: number | undefined, limit: number): Promise<LedgerEntry[]> {
-    const sql = this.#pool.sql;
-    const t = sql(this.#table);
-    const start = after === undefined ? -1 : after;
-    try {
-      const rows = await sql<Row[]>`
-        select seq, epoch, wallclock::text as wallclock, sender, payload, redacts, redacted, idem,
-          bytes, meta
-        from ${t} where track = ${this.#key} and seq >= 0 and seq > ${start}
-        order by seq asc limit ${limit}`;
-      return rows.map(fromRow);
-    } catch (error) {
-      throw translate(error, "Cannot read the ledger");
-    }
-  }
-
-  async get(seq: number): Promise<LedgerEntry | undefined> {
-    if (!Number.isSafeInteger(seq) || seq < 0) return undefined;
-    const sql = this.#pool.sql;
-    try {
-      const rows = await sql<Row[]>`
-        select seq, epoch, wallclock::text as wallclock, sender, payload, redacts, redacted, idem,
-          bytes, meta
-        from ${sql(this.#table)} where track = ${this.#key} and seq = ${seq}`;
-      return rows[0] ? fromRow(rows[0]) : undefined;
-    } catch (error) {
-      throw translate(error, "Cannot read the ledger");
-    }
-  }
-
-  async erasePayload(seq: number): Promise<void> {
-    const sql = this.#pool.sql;
-    try {
-      await sql`update ${sql(this.#table)} set payload = null, bytes = null, redacted = true
-        where track = ${this.#key} and seq = ${seq} and seq >= 0 and redacts is null`;
-    } catch (error) {
-      throw translate(error, "Cannot redact in the ledger");
-    }
-  }
+function deadline<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error("no answer")), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
-function fromRow(row: Row): LedgerEntry {
-  const entry: { -readonly [K in keyof LedgerEntry]: LedgerEntry[K] } = {
-    epoch: row.epoch,
-    seq: Number(row.seq),
-    wallclock: BigInt(row.wallclock),
-  };
-  if (row.sender !== null) entry.sender = row.sender;
-  if (row.payload !== null) entry.payload = row.payload;
-  if (row.redacts !== null) entry.redacts = row.redacts;
-  if (row.redacted) entry.redacted = true;
-  if (row.idem !== null) entry.idempotencyKey = row.idem;
-  // The driver gives a Buffer; entries hold plain Uint8Arrays.
-  if (row.bytes !== null) entry.bytes = Uint8Array.from(row.bytes);
-  if (row.meta !== null) entry.meta = row.meta;
-  return entry;
+// Two processes creating the same table or index race on the catalog; the loser finds it made.
+function raced(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return code === "23505" || code === "42P07";
 }
 
-// SQLSTATE classes that mean the server is away or refusing work for now.
-const UNAVAILABLE_STATES = /^(08|53|57P0|58)/;
-
-/** Translates a driver error: connection trouble becomes `LedgerError("unavailable")`. */
-function translate(error: unknown, message: string): Error {
-  if (error instanceof LedgerError) return error;
-  const e = error as { name?: unknown; code?: unknown; severity?: unknown };
-  const isServerError = e?.name === "PostgresError" || typeof e?.severity === "string";
-  if (!isServerError || (typeof e.code === "string" && UNAVAILABLE_STATES.test(e.code))) {
-    return new LedgerError("unavailable", `${message}: the database is unreachable`, {
-      cause: error,
-    });
+/** A notice on the table's channel: `{"t":<track>,"l":<last seq>}` or `{"t":<track>,"c":true}`. */
+function parseNotice(payload: string): { path: TrackPath; last?: number } | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(payload);
+  } catch {
+    return undefined;
   }
-  return new Error(`${message}: the database refused the statement`, { cause: error });
+  const v = value as { t?: unknown; l?: unknown };
+  if (typeof v?.t !== "string") return undefined;
+  const path = pathFromKey(v.t);
+  if (!path) return undefined;
+  if (typeof v.l === "number" && Number.isSafeInteger(v.l)) return { path, last: v.l };
+  return { path };
 }

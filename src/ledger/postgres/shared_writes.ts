@@ -1,0 +1,196 @@
+/*
+ * Writes that several funnel processes may make to one track at once.
+ *
+ * A track's existence row (seq = -1) holds its next sequence (`next_seq`)
+ * and newest commit time (`wallclock`). A batch is one transaction that
+ * first locks that row, then, in a second statement (whose snapshot is
+ * taken after the lock, so it sees every batch committed before), skips
+ * drafts whose sender and Idempotency-Key are stored already, numbers the
+ * rest after `next_seq`, inserts them and tells the table's channel
+ * `{"t":<track>,"l":<last seq>}`. The lock is held until commit, so batches
+ * commit in sequence order and a batch that rolls back leaves no gap. Both
+ * statements are sent at once (pipelined): one round trip more than an
+ * unshared insert, plus BEGIN and COMMIT.
+ */
+import type { CommitOutcome, RedactResult } from "../backend.ts";
+import type { EntryDraft, LedgerEntry } from "../entry.ts";
+import { LedgerError } from "../errors.ts";
+import { CURRENT_EPOCH } from "../entry.ts";
+import { formatGroupId } from "../../record/mod.ts";
+import { entryColumns, fromRow, type Row, type TableRef, translate } from "./rows.ts";
+
+type KeyedRow = Row & { i: number };
+
+interface HeadRow {
+  first: string;
+  wallclock: string;
+}
+
+/** Commits `drafts` as one batch of track `key` (see the module comment). */
+export async function commitDrafts(
+  ref: TableRef,
+  key: string,
+  drafts: readonly EntryDraft[],
+  wallclock: bigint,
+): Promise<CommitOutcome[]> {
+  if (drafts.length === 0) return [];
+  // A key twice in one batch is stored once: later drafts take the first one's outcome.
+  const firstOf = new Map<string, number>();
+  const alias: number[] = [];
+  const rows: {
+    i: number;
+    sender: string | null;
+    payload: string | null;
+    redacts: string | null;
+    idem: string | null;
+    bytes: string | null;
+    meta: string | null;
+  }[] = [];
+  drafts.forEach((d, i) => {
+    if (d.idempotencyKey !== undefined) {
+      const k = `${d.sender ?? ""}\u0000${d.idempotencyKey}`;
+      const earlier = firstOf.get(k);
+      if (earlier !== undefined) return void alias.push(earlier);
+      firstOf.set(k, i);
+    }
+    alias.push(i);
+    rows.push({
+      i,
+      sender: d.sender ?? null,
+      payload: d.payload ?? null,
+      redacts: d.redacts ?? null,
+      idem: d.idempotencyKey ?? null,
+      // Hex only on the way in (the rows travel as JSON); the column holds the bytes.
+      bytes: d.bytes === undefined ? null : d.bytes.toHex(),
+      meta: d.meta ?? null,
+    });
+  });
+  const sql = ref.pool.sql;
+  const t = sql(ref.table);
+  const keyed = firstOf.size > 0;
+  let results: unknown[];
+  try {
+    results = await sql.begin((tx) => [
+      tx`select 1 from ${t} where track = ${key} and seq = -1 for update`,
+      // Drafts whose key is stored already, with their entry: read after the lock, so no
+      // other process can store one of them before this transaction ends.
+      keyed
+        ? tx<KeyedRow[]>`
+          select distinct on (d.i) d.i, ${entryColumns(tx, "o")}
+          from json_to_recordset(${tx.json(rows)}::json) as d(i int, sender text, idem text)
+          join ${t} o on o.track = ${key} and o.seq >= 0 and o.idem = d.idem
+            and o.sender is not distinct from d.sender
+          where d.idem is not null
+          order by d.i, o.seq`
+        : tx`select 1 where false`,
+      tx<HeadRow[]>`
+        with d as (
+          select * from json_to_recordset(${tx.json(rows)}::json)
+            as d(i int, sender text, payload text, redacts text, idem text, bytes text, meta text)
+        ),
+        fresh as (
+          select d.*, row_number() over (order by d.i) - 1 as n from d
+          where d.idem is null or not exists (
+            select 1 from ${t} o where o.track = ${key} and o.seq >= 0 and o.idem = d.idem
+              and o.sender is not distinct from d.sender)
+        ),
+        head as (
+          update ${t} set
+            next_seq = coalesce(next_seq, (select coalesce(max(seq), -1) + 1 from ${t}
+              where track = ${key} and seq >= 0)) + (select count(*) from fresh),
+            wallclock = greatest(wallclock, ${wallclock.toString()})
+          where track = ${key} and seq = -1
+          returning next_seq - (select count(*) from fresh) as first, wallclock,
+            pg_notify(${ref.channel}, json_build_object('t', track, 'l', next_seq - 1)::text)
+              is null as told
+        ),
+        ins as (
+          insert into ${t} (track, seq, epoch, wallclock, sender, payload, redacts, idem, bytes, meta)
+          select ${key}, head.first + fresh.n, ${CURRENT_EPOCH}, head.wallclock,
+            fresh.sender, fresh.payload, fresh.redacts, fresh.idem, decode(fresh.bytes, 'hex'),
+            fresh.meta
+          from fresh cross join head
+        )
+        select first::text as first, wallclock::text as wallclock from head`,
+    ]);
+  } catch (error) {
+    throw translate(error, "Cannot append to the ledger");
+  }
+  const stored = results[1] as KeyedRow[];
+  const head = (results[2] as HeadRow[])[0];
+  if (!head) throw new Error(`The ledger has no existence row for track "${key}"`);
+  return outcomes(drafts, alias, stored, BigInt(head.first), BigInt(head.wallclock));
+}
+
+function outcomes(
+  drafts: readonly EntryDraft[],
+  alias: readonly number[],
+  stored: readonly KeyedRow[],
+  first: bigint,
+  wallclock: bigint,
+): CommitOutcome[] {
+  const existing = new Map(stored.map((r) => [r.i, fromRow(r)]));
+  const own = new Map<number, LedgerEntry>();
+  let next = Number(first);
+  drafts.forEach((d, i) => {
+    if (alias[i] !== i || existing.has(i)) return;
+    own.set(i, { ...d, epoch: CURRENT_EPOCH, seq: next++, wallclock });
+  });
+  return drafts.map((_, i) => {
+    const at = alias[i]!;
+    const mine = own.get(at);
+    // A repeat within the batch was not stored itself: it replays the first.
+    if (mine) return { entry: mine, existing: at !== i };
+    return { entry: existing.get(at)!, existing: true };
+  });
+}
+
+/** Commits a redaction of `seq` and erases its payload in one transaction (see PostgresTrack). */
+export async function redactOnce(
+  ref: TableRef,
+  key: string,
+  seq: number,
+  sender: string | undefined,
+  wallclock: bigint,
+): Promise<RedactResult> {
+  const sql = ref.pool.sql;
+  const t = sql(ref.table);
+  try {
+    return await sql.begin(async (tx) => {
+      await tx`select 1 from ${t} where track = ${key} and seq = -1 for update`;
+      const [target] = await tx<Row[]>`select ${entryColumns(tx)} from ${t}
+        where track = ${key} and seq = ${seq} and seq >= 0`;
+      if (!target) throw new LedgerError("not_found", `No group ${seq} in this track`);
+      if (target.redacts !== null) {
+        throw new TypeError("The group is itself a redaction and cannot be redacted");
+      }
+      if (target.redacted) return { already: true } as const;
+      const redacts = formatGroupId({ epoch: target.epoch, seq });
+      const [head] = await tx<HeadRow[]>`
+        update ${t} set
+          next_seq = coalesce(next_seq, (select coalesce(max(seq), -1) + 1 from ${t}
+            where track = ${key} and seq >= 0)) + 1,
+          wallclock = greatest(wallclock, ${wallclock.toString()})
+        where track = ${key} and seq = -1
+        returning (next_seq - 1)::text as first, wallclock::text as wallclock,
+          pg_notify(${ref.channel}, json_build_object('t', track, 'l', next_seq - 1)::text)
+            is null as told`;
+      if (!head) throw new Error(`The ledger has no existence row for track "${key}"`);
+      const redaction: LedgerEntry = {
+        ...(sender === undefined ? {} : { sender }),
+        redacts,
+        epoch: CURRENT_EPOCH,
+        seq: Number(head.first),
+        wallclock: BigInt(head.wallclock),
+      };
+      await tx`insert into ${t} (track, seq, epoch, wallclock, sender, redacts)
+        values (${key}, ${redaction.seq}, ${CURRENT_EPOCH}, ${head.wallclock},
+          ${sender ?? null}, ${redacts})`;
+      await tx`update ${t} set payload = null, bytes = null, redacted = true
+        where track = ${key} and seq = ${seq}`;
+      return { redaction };
+    });
+  } catch (error) {
+    throw translate(error, "Cannot redact in the ledger");
+  }
+}
