@@ -36,7 +36,14 @@ export { type FeedRecord } from "./record.ts";
 export { history, type HistoryOptions, type HistoryPage } from "./history.ts";
 export { HttpError, NetworkError, type RefusalReason, RefusedError, TokenError } from "./errors.ts";
 export { TOKEN_ATTEMPTS, type TokenSource } from "./token.ts";
-export { SessionPool, sharedSessions } from "./session_pool.ts";
+export {
+  type ProbeTrack,
+  type SessionLease,
+  SessionPool,
+  type SessionTarget,
+  SharedSession,
+  sharedSessions,
+} from "./session_pool.ts";
 export { type Committed, post, type PostOptions, redact } from "./post.ts";
 export type { CertificateHash, Dialer, DialOptions } from "./dial.ts";
 export { parseTrackUrl, type TrackAddress } from "./track_url.ts";

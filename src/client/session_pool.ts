@@ -39,8 +39,10 @@ export interface SessionTarget {
 }
 
 /** A track the probe may ask about. */
-interface ProbeTrack {
+export interface ProbeTrack {
+  /** Broadcast path. */
   readonly broadcast: string;
+  /** Track name. */
   readonly name: string;
 }
 
