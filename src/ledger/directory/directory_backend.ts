@@ -4,6 +4,7 @@ import { DirectoryTrack } from "./track_directory.ts";
 import { LedgerError } from "../errors.ts";
 import { exists, fsyncDir, writeAll } from "./file_io.ts";
 import { Serial } from "../serial.ts";
+import { takeWriterLock, type WriterLock } from "./writer_lock.ts";
 import { decodeStorageName, isHashedName, pathFromKey, trackStorageName } from "../storage_name.ts";
 import { trackKey, type TrackPath } from "../../record/mod.ts";
 
@@ -57,11 +58,13 @@ export class DirectoryBackend implements LedgerBackend {
   readonly #segmentBytes: number;
   readonly #open = new Map<string, Promise<DirectoryTrack>>();
   readonly #creating = new Serial();
+  readonly #lock: WriterLock;
   #closed = false;
 
-  private constructor(root: string, segmentBytes: number) {
+  private constructor(root: string, segmentBytes: number, lock: WriterLock) {
     this.#root = root;
     this.#segmentBytes = segmentBytes;
+    this.#lock = lock;
   }
 
   /** Opens (creating it if needed) a ledger directory. */
@@ -74,13 +77,20 @@ export class DirectoryBackend implements LedgerBackend {
       await fsyncDir(base);
       await fsyncDir(`${base}/..`);
     }
-    for await (const item of Deno.readDir(root)) {
-      if (item.name.startsWith(".tmp-")) {
-        await Deno.remove(`${root}/${item.name}`, { recursive: true });
+    // One writing process per directory: a second refuses to start, naming the first.
+    const lock = await takeWriterLock(base);
+    try {
+      for await (const item of Deno.readDir(root)) {
+        if (item.name.startsWith(".tmp-")) {
+          await Deno.remove(`${root}/${item.name}`, { recursive: true });
+        }
       }
+      await fsyncDir(root);
+    } catch (error) {
+      await lock.release();
+      throw error;
     }
-    await fsyncDir(root);
-    return new DirectoryBackend(root, options.segmentBytes ?? SEGMENT_BYTES);
+    return new DirectoryBackend(root, options.segmentBytes ?? SEGMENT_BYTES, lock);
   }
 
   /** Lists tracks with one directory read (plus one small read per hashed name). */
@@ -151,5 +161,6 @@ export class DirectoryBackend implements LedgerBackend {
     const tracks = await Promise.allSettled(this.#open.values());
     this.#open.clear();
     for (const t of tracks) if (t.status === "fulfilled") await t.value.close();
+    await this.#lock.release();
   }
 }
