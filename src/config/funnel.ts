@@ -35,6 +35,8 @@ export interface FunnelConfig {
   readonly relay: RelayTarget | undefined;
   /** FUNNEL_SERVE_ADDR: own MoQ listener, or undefined for none. */
   readonly serve: ListenAddress | undefined;
+  /** FUNNEL_METRICS_ADDR: a separate HTTP listener for /metrics; undefined serves it on the ingest address. */
+  readonly metrics?: ListenAddress | undefined;
   /** FUNNEL_DATAGRAM_TRACKS: tracks the own listener sends as QUIC datagrams (single-frame groups that fit). */
   readonly datagramTracks: TrackPatterns;
   /** LEDGER_URI: where records are stored. */
@@ -115,6 +117,8 @@ export function loadFunnelConfig(env: Env): FunnelConfig {
     serve = r.value("FUNNEL_SERVE_ADDR", parseListenAddress);
   }
 
+  const metrics = r.value("FUNNEL_METRICS_ADDR", parseListenAddress);
+
   const datagramTracks = r.value("FUNNEL_DATAGRAM_TRACKS", parseTrackPatterns) ??
     new TrackPatterns([]);
 
@@ -151,6 +155,7 @@ export function loadFunnelConfig(env: Env): FunnelConfig {
     trackLimit,
     relay,
     serve,
+    metrics,
     datagramTracks,
     ledger,
     storeCredentials,

@@ -8,6 +8,7 @@ import {
   type LedgerBackend,
   type NanoClock,
   openBackend,
+  systemNanoClock,
 } from "../ledger/mod.ts";
 import { consoleLogger, type Logger } from "../log/mod.ts";
 import { type LiveConfig, type LiveOptions, type LiveSide, startLive } from "./live/mod.ts";
@@ -16,6 +17,8 @@ import { StreamService } from "../streams/mod.ts";
 import { funnelHandler } from "./routes.ts";
 import { FunnelService } from "./service.ts";
 import { fanOut, type RecordSink } from "./sink.ts";
+import { createFunnelMetrics, errorCounter, meteredHandler } from "./metrics/mod.ts";
+import { meteredLive, startMetricsServer } from "./serve_metrics.ts";
 
 /** Things a test or embedder may supply instead of the defaults. */
 export interface FunnelDependencies {
@@ -49,6 +52,8 @@ export interface RunningFunnel {
   readonly ledger: Ledger;
   /** The live side: publisher, own MoQ listener and relay session. */
   readonly live: LiveSide;
+  /** The metrics listener's address, when FUNNEL_METRICS_ADDR is set. */
+  readonly metricsAddr: Deno.NetAddr | undefined;
   /** Stops HTTP, waits for in-flight requests, closes the ledger and key source. */
   stop(): Promise<void>;
 }
@@ -69,14 +74,29 @@ export async function startFunnel(
 ): Promise<RunningFunnel> {
   const log = deps.log ?? consoleLogger("funnel");
   let sink: RecordSink | undefined;
+  const clock = deps.clock ?? systemNanoClock();
+  const metrics = createFunnelMetrics();
+  const countError = errorCounter(metrics);
   const backend = deps.backend ?? await openBackend(config.ledger, config.storeCredentials);
   const ledger = new Ledger(backend, {
-    ...(deps.clock ? { clock: deps.clock } : {}),
+    clock,
     ...(deps.ledgerDeadlineMs !== undefined ? { deadlineMs: deps.ledgerDeadlineMs } : {}),
     onCommit: (track, entries) => sink?.committed(track.path, entries),
+    onBatch: (_track, count) => {
+      metrics.recordsCommittedTotal.inc({}, count);
+      metrics.commitBatchRecords.observe({}, count);
+    },
+    // Shared ledgers: other processes' tracks and records are published here too.
+    onTrackLearned: (track) => sink?.trackCreated(track.path, track.newest),
+    onLearned: (_track, count) => metrics.recordsLearnedTotal.inc({}, count),
+    onFollowError: (error) => {
+      countError(error);
+      log.warn(`Reading other funnels' commits failed (retrying): ${(error as Error).message}`);
+    },
   });
   let verifier: Verifier | undefined = deps.verifier;
   let server: RunningServer | undefined;
+  let metricsServer: RunningServer | undefined;
   let live: LiveSide | undefined;
   try {
     if (!verifier && config.auth) {
@@ -92,8 +112,15 @@ export async function startFunnel(
     live = await startLive(liveConfig(config), verifier, log, {
       fetchEntry: (path, seq, signal) => records.fetch(path, seq, signal),
       ...deps.live,
+      onRelayState: (state) => {
+        for (const s of ["connecting", "connected", "reconnecting", "stopped"]) {
+          metrics.relayState.set({ state: s }, s === state ? 1 : 0);
+        }
+        if (state === "reconnecting") metrics.relayReconnectsTotal.inc();
+        deps.live?.onRelayState?.(state);
+      },
     });
-    const liveSink = fanOut(live.sink, records);
+    const liveSink = fanOut(meteredLive(live, metrics, clock), records);
     // Durable Streams readers wake at their track's commits, whoever wrote them.
     const streams = new StreamService({
       ledger,
@@ -101,6 +128,10 @@ export async function startFunnel(
       logError: (message, error) => log.error(message, error),
     });
     sink = fanOut(deps.sink ? fanOut(liveSink, deps.sink) : liveSink, streams);
+    const served = live.listener;
+    metrics.registry.onCollect(() => metrics.listenerSessions.set({}, served?.sessions ?? 0));
+    // Follow before listing, so a track another process creates meanwhile is not missed.
+    await ledger.follow();
     await restoreTracks(ledger, sink);
     const service = new FunnelService({
       ledger,
@@ -109,15 +140,23 @@ export async function startFunnel(
       trackLimit: config.trackLimit,
       ...(deps.now ? { now: deps.now } : {}),
     });
-    const handler = funnelHandler({
-      service,
-      verifier,
-      cors: config.cors,
-      logError: (message, error) => log.error(message, error),
-      health: () => ({ ledger: backend.name }),
-      streams: (request) => streams.handle(request),
-      ...(deps.bodyTimeoutMs !== undefined ? { bodyTimeoutMs: deps.bodyTimeoutMs } : {}),
-    });
+    const render = () => metrics.registry.renderEach();
+    const handler = meteredHandler(
+      funnelHandler({
+        service,
+        verifier,
+        cors: config.cors,
+        logError: (message, error) => log.error(message, error),
+        health: () => ({ ledger: backend.name }),
+        streams: (request) => streams.handle(request),
+        onError: countError,
+        // With FUNNEL_METRICS_ADDR the metrics stay on that (internal) address only.
+        ...(config.metrics ? {} : { metrics: render }),
+        ...(deps.bodyTimeoutMs !== undefined ? { bodyTimeoutMs: deps.bodyTimeoutMs } : {}),
+      }),
+      metrics,
+    );
+    if (config.metrics) metricsServer = await startMetricsServer(config.metrics, render);
     server = await startHttpServer(
       handler,
       {
@@ -130,6 +169,7 @@ export async function startFunnel(
       },
     );
   } catch (error) {
+    await metricsServer?.stop();
     await live?.stop();
     verifier?.close();
     await ledger.close();
@@ -143,7 +183,10 @@ export async function startFunnel(
     `Ingest: http://${formatListenAddress(running.addr)}`,
     `Relay: ${liveSide.relayLine}`,
     `Serve: ${liveSide.serveLine}`,
-    `Ledger: ${describeLedgerLocation(config.ledger)}`,
+    `Ledger: ${describeLedgerLocation(config.ledger)}${
+      ledger.shared ? " (shared: other funnels on it publish and take the same tracks)" : ""
+    }`,
+    `Metrics: http://${formatListenAddress(metricsServer?.addr ?? running.addr)}/metrics`,
     `Auth: ${
       config.auth ? config.auth.keys : "off (every sender is accepted, with no sender name)"
     }`,
@@ -153,7 +196,9 @@ export async function startFunnel(
     summary,
     ledger,
     live: liveSide,
+    metricsAddr: metricsServer?.addr,
     stop: async () => {
+      await metricsServer?.stop();
       await running.stop();
       await liveSide.stop();
       verifier?.close();

@@ -9,6 +9,7 @@ import {
   streamResponse,
 } from "../http/mod.ts";
 import { parseTrackPath, type TrackPath } from "../ledger/mod.ts";
+import { PROMETHEUS_CONTENT_TYPE } from "../metrics/mod.ts";
 import { authorize, type FunnelAction } from "./access.ts";
 import { BODY_TIMEOUT_MS, readJsonBody } from "./body.ts";
 import { errorResponse } from "./error_response.ts";
@@ -30,6 +31,10 @@ export interface FunnelRoutesOptions {
   readonly bodyTimeoutMs?: number;
   /** Answers the Durable Streams protocol under `/v1/stream/`; without it there is none. */
   readonly streams?: (request: Request) => Promise<Response>;
+  /** Told of every failure a request met, before it is answered (metrics count them). */
+  readonly onError?: (error: unknown) => void;
+  /** The Prometheus text served at `/metrics`; without it there is no such endpoint. */
+  readonly metrics?: () => Iterable<string>;
 }
 
 /** Per-request bindings: the client's address, passed by the server as `app.fetch(req, { remoteAddr })`. */
@@ -99,6 +104,14 @@ export function funnelRoutes(options: FunnelRoutesOptions): Hono<FunnelEnv> {
 
   app.get("/health", (c) => c.json({ status: "ok", ...(options.health?.() ?? {}) }));
 
+  const metrics = options.metrics;
+  if (metrics) {
+    app.get(
+      "/metrics",
+      () => streamResponse(metrics(), { headers: { "content-type": PROMETHEUS_CONTENT_TYPE } }),
+    );
+  }
+
   // Every track route: the validated path, then the credential's decision for this action.
   const access = async (c: Context<FunnelEnv>, action: FunnelAction) => {
     const path = trackPathOf(c.req.url);
@@ -147,7 +160,10 @@ export function funnelRoutes(options: FunnelRoutesOptions): Hono<FunnelEnv> {
     problemResponse(404, "No such endpoint; tracks live at /tracks/<broadcast path>/<track>")
   );
 
-  app.onError((error) => errorResponse(error, options.logError));
+  app.onError((error) => {
+    options.onError?.(error);
+    return errorResponse(error, options.logError);
+  });
 
   return app;
 }
@@ -162,7 +178,10 @@ export function funnelHandler(
 ): (request: Request, info: { remoteAddr: Deno.NetAddr }) => Response | Promise<Response> {
   const app = funnelRoutes(options);
   const post = trackPoster(options);
-  const fail = (error: unknown) => errorResponse(error, options.logError);
+  const fail = (error: unknown) => {
+    options.onError?.(error);
+    return errorResponse(error, options.logError);
+  };
   // CORS headers are added by the router's middleware, so those requests take the router.
   const direct = cors(options.cors, CORS) === undefined;
   return (request, info) => {
