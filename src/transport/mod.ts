@@ -92,6 +92,7 @@ export {
   hasWebTransportApi,
   type WebTransportApi,
   type WebTransportApiBidi,
+  type WebTransportApiDatagrams,
   webTransportApiSession,
   type WebTransportApiWritable,
 } from "./webtransport/mod.ts";

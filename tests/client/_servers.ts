@@ -63,6 +63,8 @@ export interface ServersOptions {
   readonly auth?: boolean;
   /** More environment for the relay process (e.g. RELAY_DATAGRAM_TRACKS). */
   readonly relayEnv?: Record<string, string>;
+  /** More environment for the funnel process (e.g. CORS_ALLOWED_ORIGINS for a browser page). */
+  readonly funnelEnv?: Record<string, string>;
 }
 
 /** The running servers of one test file. */
@@ -125,6 +127,7 @@ export async function startServers(options: ServersOptions = {}): Promise<Server
     ...tls,
     ...auth,
     ...live,
+    ...options.funnelEnv,
   }, "Auth:");
   await relay?.start();
   await funnel.start();

@@ -113,22 +113,24 @@ export async function trustKeyFlag(keyPem: string): Promise<string> {
   return `--ignore-certificate-errors-spki-list=${toBase64(hash)}`;
 }
 
-/** A local page that loads @moq/net as the global `Moq`. */
-export interface MoqNetPage {
+/** A local page that loads a bundled script. */
+export interface BundlePage {
   /** The page's origin, `http://127.0.0.1:<port>` (its `/` is the page). */
   readonly origin: string;
   /** Stops serving it. */
   stop(): Promise<void>;
 }
 
+/** A local page that loads @moq/net as the global `Moq`. */
+export type MoqNetPage = BundlePage;
+
 /**
- * Bundles @moq/net for the browser (tests/support/browser/moq_net_entry.ts)
- * and serves a page that loads it, from a plain-HTTP loopback origin.
+ * Bundles `entry` (a module under tests/support/browser/) for the browser and
+ * serves a page that loads it, from a plain-HTTP loopback origin.
  */
-export async function serveMoqNetPage(): Promise<MoqNetPage> {
-  const entry = new URL("./browser/moq_net_entry.ts", import.meta.url).pathname;
+export async function serveBundlePage(entry: URL): Promise<BundlePage> {
   const bundle = await new Deno.Command(Deno.execPath(), {
-    args: ["bundle", "--quiet", "--platform", "browser", "--format", "esm", entry],
+    args: ["bundle", "--quiet", "--platform", "browser", "--format", "esm", entry.pathname],
     stdout: "piped",
     stderr: "piped",
   }).output();
@@ -137,11 +139,21 @@ export async function serveMoqNetPage(): Promise<MoqNetPage> {
   const http = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
     (req) =>
-      new URL(req.url).pathname === "/moq.js"
+      new URL(req.url).pathname === "/bundle.js"
         ? new Response(script, { headers: { "content-type": "text/javascript" } })
-        : new Response('<!doctype html><script type="module" src="/moq.js"></script>', {
+        : new Response('<!doctype html><script type="module" src="/bundle.js"></script>', {
           headers: { "content-type": "text/html" },
         }),
   );
   return { origin: `http://127.0.0.1:${http.addr.port}`, stop: () => http.shutdown() };
+}
+
+/** Bundles @moq/net for the browser (tests/support/browser/moq_net_entry.ts) and serves it. */
+export function serveMoqNetPage(): Promise<MoqNetPage> {
+  return serveBundlePage(new URL("./browser/moq_net_entry.ts", import.meta.url));
+}
+
+/** Bundles sluice's client for the browser (tests/support/browser/client_entry.ts) and serves it. */
+export function serveClientPage(): Promise<BundlePage> {
+  return serveBundlePage(new URL("./browser/client_entry.ts", import.meta.url));
 }

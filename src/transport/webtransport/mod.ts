@@ -34,6 +34,7 @@ export {
   hasWebTransportApi,
   type WebTransportApi,
   type WebTransportApiBidi,
+  type WebTransportApiDatagrams,
   webTransportApiSession,
   type WebTransportApiWritable,
 } from "./web_transport_api.ts";

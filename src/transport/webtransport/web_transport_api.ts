@@ -36,6 +36,20 @@ export interface WebTransportApi {
   readonly incomingBidirectionalStreams: ReadableStream<WebTransportApiBidi>;
   /** Unidirectional streams the peer opened. */
   readonly incomingUnidirectionalStreams: ReadableStream<ReadableStream<Uint8Array>>;
+  /** Unreliable datagrams, both ways (absent where the runtime has none). */
+  readonly datagrams?: WebTransportApiDatagrams;
+}
+
+/** The W3C `WebTransportDatagramDuplexStream` members the adapter uses. */
+export interface WebTransportApiDatagrams {
+  /** Datagrams the peer sent. */
+  readonly readable: ReadableStream<Uint8Array>;
+  /** Datagrams to send (older browsers; newer ones offer `createWritable`). */
+  readonly writable?: WritableStream<Uint8Array>;
+  /** A writable for datagrams to send. */
+  createWritable?(): WritableStream<Uint8Array>;
+  /** The largest datagram payload the session can carry now. */
+  readonly maxDatagramSize?: number;
 }
 
 /** Options of {@linkcode connectWebTransportApi}. */
@@ -137,6 +151,8 @@ class ApiSession implements Session {
   readonly #wt: WebTransportApi;
   readonly #bidi: ReadableStreamDefaultReader<WebTransportApiBidi>;
   readonly #uni: ReadableStreamDefaultReader<ReadableStream<Uint8Array>>;
+  #datagramReader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  #datagramWriter: WritableStreamDefaultWriter<Uint8Array> | undefined;
   #ended = false;
 
   constructor(wt: WebTransportApi, url: URL, protocol: string) {
@@ -188,6 +204,38 @@ class ApiSession implements Session {
       return done || !value ? undefined : { readable: value };
     } catch {
       return undefined;
+    }
+  }
+
+  /** Largest datagram payload now; 0 where the browser offers no datagrams. */
+  get maxDatagramSize(): number {
+    return this.#wt.datagrams?.maxDatagramSize ?? 0;
+  }
+
+  async readDatagram(): Promise<Uint8Array | undefined> {
+    const datagrams = this.#wt.datagrams;
+    if (!datagrams || this.#ended) return undefined;
+    this.#datagramReader ??= datagrams.readable.getReader();
+    try {
+      const { value, done } = await this.#datagramReader.read();
+      return done ? undefined : value;
+    } catch {
+      return undefined; // the session ended
+    }
+  }
+
+  async sendDatagram(data: Uint8Array): Promise<void> {
+    const datagrams = this.#wt.datagrams;
+    if (!datagrams) return;
+    if (!this.#datagramWriter) {
+      const writable = datagrams.createWritable?.() ?? datagrams.writable;
+      if (!writable) return;
+      this.#datagramWriter = writable.getWriter();
+    }
+    try {
+      await this.#datagramWriter.write(data);
+    } catch (err) {
+      throw this.#closedError(err);
     }
   }
 
