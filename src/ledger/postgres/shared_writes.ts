@@ -17,7 +17,7 @@ import type { EntryDraft, LedgerEntry } from "../entry.ts";
 import { LedgerError } from "../errors.ts";
 import { CURRENT_EPOCH } from "../entry.ts";
 import { formatGroupId } from "../../record/mod.ts";
-import { entryColumns, fromRow, type Row, type TableRef, translate } from "./rows.ts";
+import { entryColumns, fromRow, type Row, type Sql, type TableRef, translate } from "./rows.ts";
 
 type KeyedRow = Row & { i: number };
 
@@ -69,23 +69,12 @@ export async function commitDrafts(
   const t = sql(ref.table);
   const keyed = firstOf.size > 0;
   let results: unknown[];
-  try {
-    results = await sql.begin((tx) => [
-      tx`select 1 from ${t} where track = ${key} and seq = -1 for update`,
-      // Drafts whose key is stored already, with their entry: read after the lock, so no
-      // other process can store one of them before this transaction ends.
-      keyed
-        ? tx<KeyedRow[]>`
-          select distinct on (d.i) d.i, ${entryColumns(tx, "o")}
-          from json_to_recordset(${tx.json(rows)}::json) as d(i int, sender text, idem text)
-          join ${t} o on o.track = ${key} and o.seq >= 0 and o.idem = d.idem
-            and o.sender is not distinct from d.sender
-          where d.idem is not null
-          order by d.i, o.seq`
-        : tx`select 1 where false`,
-      tx<HeadRow[]>`
+  // The numbering statement; on its own (no key to look for) it is one transaction whose
+  // UPDATE of the sequence row waits for, then sees, any other process's batch.
+  const main = (q: Sql) =>
+    q<HeadRow[]>`
         with d as (
-          select * from json_to_recordset(${tx.json(rows)}::json)
+          select * from json_to_recordset(${q.json(rows)}::json)
             as d(i int, sender text, payload text, redacts text, idem text, bytes text, meta text)
         ),
         fresh as (
@@ -111,7 +100,20 @@ export async function commitDrafts(
             fresh.meta
           from fresh cross join head
         )
-        select first::text as first, wallclock::text as wallclock from head`,
+        select first::text as first, wallclock::text as wallclock from head`;
+  try {
+    results = !keyed ? [undefined, [], await main(sql)] : await sql.begin((tx) => [
+      tx`select 1 from ${t} where track = ${key} and seq = -1 for update`,
+      // Drafts whose key is stored already, with their entry: read after the lock, so no
+      // other process can store one of them before this transaction ends.
+      tx<KeyedRow[]>`
+          select distinct on (d.i) d.i, ${entryColumns(tx, "o")}
+          from json_to_recordset(${tx.json(rows)}::json) as d(i int, sender text, idem text)
+          join ${t} o on o.track = ${key} and o.seq >= 0 and o.idem = d.idem
+            and o.sender is not distinct from d.sender
+          where d.idem is not null
+          order by d.i, o.seq`,
+      main(tx as unknown as Sql),
     ]);
   } catch (error) {
     throw translate(error, "Cannot append to the ledger");
