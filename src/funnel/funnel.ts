@@ -17,6 +17,7 @@ import { StreamService } from "../streams/mod.ts";
 import { funnelHandler } from "./routes.ts";
 import { FunnelService } from "./service.ts";
 import { fanOut, type RecordSink } from "./sink.ts";
+import { PostTracing } from "./post_trace.ts";
 import { createFunnelMetrics, errorCounter, meteredHandler } from "./metrics/mod.ts";
 import { meteredLive, startMetricsServer } from "./serve_metrics.ts";
 
@@ -128,6 +129,9 @@ export async function startFunnel(
       logError: (message, error) => log.error(message, error),
     });
     sink = fanOut(deps.sink ? fanOut(liveSink, deps.sink) : liveSink, streams);
+    // With OTEL_DENO=true, each POST's commit and publish spans are timed at this sink.
+    const tracing = PostTracing.start(backend.name);
+    if (tracing) sink = tracing.sink(sink);
     const served = live.listener;
     metrics.registry.onCollect(() => metrics.listenerSessions.set({}, served?.sessions ?? 0));
     // Follow before listing, so a track another process creates meanwhile is not missed.
@@ -150,6 +154,7 @@ export async function startFunnel(
         health: () => ({ ledger: backend.name }),
         streams: (request) => streams.handle(request),
         onError: countError,
+        tracing,
         // With FUNNEL_METRICS_ADDR the metrics stay on that (internal) address only.
         ...(config.metrics ? {} : { metrics: render }),
         ...(deps.bodyTimeoutMs !== undefined ? { bodyTimeoutMs: deps.bodyTimeoutMs } : {}),

@@ -16,6 +16,7 @@ import { errorResponse } from "./error_response.ts";
 import { committedJson, DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from "./history.ts";
 import { idempotencyKeyProblem, type PostAnswer } from "./idempotency.ts";
 import type { FunnelService } from "./service.ts";
+import type { PostTracing, TracedPoster } from "./post_trace.ts";
 
 /** What the HTTP routes need. */
 export interface FunnelRoutesOptions {
@@ -35,6 +36,8 @@ export interface FunnelRoutesOptions {
   readonly onError?: (error: unknown) => void;
   /** The Prometheus text served at `/metrics`; without it there is no such endpoint. */
   readonly metrics?: () => Iterable<string>;
+  /** Spans for each POST to a track; absent while tracing is off. */
+  readonly tracing?: PostTracing | undefined;
 }
 
 /** Per-request bindings: the client's address, passed by the server as `app.fetch(req, { remoteAddr })`. */
@@ -198,7 +201,12 @@ function trackPoster(
   options: FunnelRoutesOptions,
 ): (request: Request, remoteAddr: Deno.NetAddr | undefined, rawPath?: string) => Promise<Response> {
   const { service, verifier } = options;
-  return async (request, remoteAddr, rawPath = rawPathOf(request.url)) => {
+  const poster: TracedPoster = async (
+    request,
+    remoteAddr,
+    rawPath = rawPathOf(request.url),
+    trace,
+  ) => {
     const path = trackPathOfRaw(rawPath);
     const headers = request.headers;
     const { sender } = await authorize(verifier, headers.get("authorization"), "post", path);
@@ -209,9 +217,12 @@ function trackPoster(
     }
     const payload = await readJsonBody(request, options.bodyTimeoutMs ?? BODY_TIMEOUT_MS);
     const limitKey = sender === undefined ? `addr:${remoteAddr?.hostname ?? ""}` : `sub:${sender}`;
+    trace?.validated(path);
     const outcome = await service.post(path, { sender, limitKey }, payload, key);
+    trace?.committed(outcome);
     return committed(outcome, outcome.replayed ? REPLAYED : undefined);
   };
+  return options.tracing?.poster(poster) ?? poster;
 }
 
 const REPLAYED = { "idempotent-replayed": "true" };
