@@ -1,6 +1,7 @@
 import { errorText } from "../../error_text/mod.ts";
 import { type GroupFetcher, type TrackInfo, TrackProducer } from "../../moq/mod.ts";
 import type { RelayMetrics } from "../metrics/mod.ts";
+import { activeTracer, recordAttributes, SpanKind } from "../../tracing/mod.ts";
 import { GapRepair } from "./gap_repair.ts";
 import type { RouteSource } from "./route_table.ts";
 import {
@@ -261,8 +262,15 @@ export class TrackDistributor {
       if (dropped > overflowed) m.upstreamQueueOverflowsTotal.inc({}, dropped - overflowed);
       overflowed = dropped;
     };
+    // With tracing on, a `relay.group` span per group: arrival to hand-over to subscribers.
+    const tracer = activeTracer();
     for await (const group of feed.upstream.groups) {
       if (this.#ended) break;
+      const span = tracer?.startSpan("relay.group", {
+        kind: SpanKind.CONSUMER,
+        root: true, // one trace per record, not one per upstream subscription
+        attributes: recordAttributes(this.path, this.track, group.sequence),
+      });
       countOverflows();
       let bytes = 0;
       for (const f of group.frames) bytes += f.byteLength;
@@ -278,6 +286,12 @@ export class TrackDistributor {
       // After a switch, what the old route did not deliver will not come late from it.
       this.#repair.received(group.sequence, feed.switched);
       feed.switched = false;
+      span?.setAttributes({
+        "moq.group.bytes": bytes,
+        "moq.subscribers": this.#subscribers,
+        "sluice.relay.upstream": feed.source.remote,
+      });
+      span?.end();
     }
     countOverflows();
   }

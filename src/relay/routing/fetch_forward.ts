@@ -1,5 +1,6 @@
 import { type FetchedGroup, type GroupFetcher, MoqError } from "../../moq/mod.ts";
 import { withDeadline } from "../../timers/mod.ts";
+import { recordAttributes, SpanKind, traced } from "../../tracing/mod.ts";
 import type { IncomingGroup } from "./upstream_track.ts";
 
 /** Asks a broadcast's upstream session for one group of a track (a lite-05 FETCH). */
@@ -23,6 +24,8 @@ export interface ForwardFetchOptions {
   readonly maxInflight?: number;
   /** Longest wait for the upstream's answer, ms (default 10000). */
   readonly timeoutMs?: number;
+  /** The track's broadcast, named on the `relay.upstream.fetch` spans (tracing on). */
+  readonly broadcast?: string;
 }
 
 /**
@@ -59,10 +62,16 @@ export function forwardFetches(
     try {
       // The signal cancels the request; the deadline also covers a peer that never answers
       // the TRACK a lite-05 FETCH starts with, which the signal does not reach.
-      const group = await withDeadline(
-        fetch(track, sequence, { signal: AbortSignal.timeout(timeoutMs) }),
-        timeoutMs,
-        () => new MoqError("closed", `FETCH of group ${sequence}: no answer in time`),
+      const attributes = recordAttributes(options.broadcast ?? "", track, sequence);
+      const group = await traced(
+        "relay.upstream.fetch",
+        { kind: SpanKind.CLIENT, attributes },
+        () =>
+          withDeadline(
+            fetch(track, sequence, { signal: AbortSignal.timeout(timeoutMs) }),
+            timeoutMs,
+            () => new MoqError("closed", `FETCH of group ${sequence}: no answer in time`),
+          ),
       );
       const timestamp = group.exactTimestamp ?? group.timestamp ?? 0;
       return { frames: group.frames, timestamp };

@@ -1,6 +1,14 @@
 import { errorText } from "../../error_text/mod.ts";
 import { MoqError, TrackProducer } from "../../moq/mod.ts";
 import { withDeadline } from "../../timers/mod.ts";
+import {
+  activeTracer,
+  type Span,
+  SpanKind,
+  type SpanOptions,
+  traced,
+  trackAttributes,
+} from "../../tracing/mod.ts";
 import { TrackDistributor } from "./distributor.ts";
 import type { UpstreamTrack } from "./upstream_track.ts";
 import { forwardFetches, upstreamFetch } from "./fetch_forward.ts";
@@ -97,6 +105,28 @@ export class RelayCore {
   }
 
   /**
+   * {@link #source}, in a `relay.subscribe`, `relay.track` or `relay.fetch`
+   * span when tracing is on. Throws {@link SubscribeError}.
+   */
+  source(
+    path: string,
+    track: string,
+    kind: "subscribe" | "track" | "fetch" = "subscribe",
+    start?: number,
+  ): Promise<TrackProducer> {
+    if (!activeTracer()) return this.#source(path, track, kind, start);
+    const attributes = {
+      ...trackAttributes(path, track),
+      ...(start === undefined ? {} : { "moq.subscribe.start": start }),
+    };
+    return traced(
+      `relay.${kind}`,
+      { kind: SpanKind.SERVER, attributes },
+      (span) => this.#source(path, track, kind, start, span),
+    );
+  }
+
+  /**
    * The source to serve `path`/`track` from, starting the shared upstream
    * subscription (from group `start`, when the request names one) if none
    * exists. `kind` is the request: reuses are counted for SUBSCRIBE only,
@@ -106,11 +136,12 @@ export class RelayCore {
    * track through this one gets the groups it asks for. Throws
    * {@link SubscribeError}.
    */
-  async source(
+  async #source(
     path: string,
     track: string,
-    kind: "subscribe" | "track" | "fetch" = "subscribe",
-    start?: number,
+    kind: "subscribe" | "track" | "fetch",
+    start: number | undefined,
+    span?: Span,
   ): Promise<TrackProducer> {
     const m = this.#opts.metrics;
     const count = kind === "subscribe";
@@ -119,6 +150,7 @@ export class RelayCore {
     const labels = { path: `/${path}`, track };
     const existing = this.#distributors.get(key);
     if (existing && !existing.ended) {
+      span?.setAttribute("sluice.relay.shared", true);
       if (count) m.trackDistributorReusesTotal.inc(labels);
       return existing.producer;
     }
@@ -132,6 +164,7 @@ export class RelayCore {
     };
     const inflight = this.#pending.get(key);
     if (inflight) {
+      span?.setAttribute("sluice.relay.shared", true);
       if (count) m.trackDistributorReusesTotal.inc(labels);
       try {
         return (await inflight).producer;
@@ -201,11 +234,16 @@ export class RelayCore {
     m.trackUpstreamRequestsTotal.inc(labels);
     const started = this.#opts.now();
     try {
-      return await withDeadline(
-        source.subscribe(track, start === undefined ? {} : { start }),
-        UPSTREAM_ANSWER_MS,
-        unanswered(`SUBSCRIBE to "${path}/${track}" through ${source.remote}`),
-        (late) => late.close(),
+      return await traced(
+        "relay.upstream.subscribe",
+        upstreamSpan(path, track, source, start),
+        () =>
+          withDeadline(
+            source.subscribe(track, start === undefined ? {} : { start }),
+            UPSTREAM_ANSWER_MS,
+            unanswered(`SUBSCRIBE to "${path}/${track}" through ${source.remote}`),
+            (late) => late.close(),
+          ),
       );
     } catch (e) {
       m.trackUpstreamRequestErrorsTotal.inc(labels);
@@ -234,7 +272,9 @@ export class RelayCore {
       cacheSize: this.#opts.cacheSize,
       info: upstream.info,
       // A FETCH the ring cannot answer goes to whichever route the broadcast has then.
-      fetchMissing: forwardFetches(() => upstreamFetch(this.routes.get(path)?.source), track),
+      fetchMissing: forwardFetches(() => upstreamFetch(this.routes.get(path)?.source), track, {
+        broadcast: path,
+      }),
       metrics: this.#opts.metrics,
       now: this.#opts.now,
       onBytes: (from, n) => this.routes.delivered(path, from, n),
@@ -295,6 +335,23 @@ export class RelayCore {
   close(): void {
     for (const d of [...this.#distributors.values()]) d.close();
   }
+}
+
+/** The span options of an upstream SUBSCRIBE through `source`. */
+function upstreamSpan(
+  path: string,
+  track: string,
+  source: RouteSource,
+  start: number | undefined,
+): SpanOptions {
+  return {
+    kind: SpanKind.CLIENT,
+    attributes: {
+      ...trackAttributes(path, track),
+      "sluice.relay.upstream": source.remote,
+      ...(start === undefined ? {} : { "moq.subscribe.start": start }),
+    },
+  };
 }
 
 /** What a failed upstream request means for the downstream one. */
