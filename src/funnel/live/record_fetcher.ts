@@ -55,9 +55,10 @@ export class RecordFetcher implements RecordSink {
     signal?: AbortSignal,
   ): Promise<LedgerEntry | undefined> {
     if (!Number.isSafeInteger(seq) || seq < 0 || signal?.aborted) return undefined;
-    // Nothing past the newest committed record is read for.
+    // Nothing past the newest committed record is read for, unless other processes write
+    // the ledger too: a record they committed may not have been heard of here yet.
     const track = await this.#ledger.track(path, false);
-    if (!track || seq > (track.newest?.seq ?? -1)) return undefined;
+    if (!track || (!track.shared && seq > (track.newest?.seq ?? -1))) return undefined;
     const key = trackKey(path);
     const first = seq - (seq % this.#pageSize);
     let entry = (await this.#page(path, key, first, false))[seq - first];
