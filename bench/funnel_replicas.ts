@@ -134,8 +134,10 @@ async function scenario(): Promise<void> {
     const moq = await relay.dial();
     const received: number[] = [];
     let reading = true;
+    let subscriptions = 0;
     (async () => {
       while (reading) {
+        subscriptions++;
         try {
           for await (const g of moq.subscribe("bench/1", "chat")) received.push(g.sequence);
         } catch {
@@ -216,6 +218,8 @@ async function scenario(): Promise<void> {
       liveExpected: expected.length,
       notReachingSubscriber: unseen,
       duplicatedAtSubscriber: received.length - got.size,
+      // More than 1: the subscription ended and a new one started at the latest record.
+      subscriptions,
     }));
     moq.close();
   });
