@@ -66,7 +66,7 @@ export async function readStream(
     ? state.tail()
     : Math.max(offset.position, state.start());
   const cursor = live === null ? undefined : nextCursor(ctx.now(), params.get("cursor"));
-  if (live === "sse") return sseResponse(ctx, state, start, cursor!, request.signal);
+  if (live === "sse") return sseResponse(ctx, state, start, cursor!);
   if (offset.kind === "now" && live === null) {
     return new Response(state.json ? "[]" : null, {
       status: 200,

@@ -19,13 +19,12 @@ export function sseResponse(
   state: StreamState,
   start: number,
   cursor: string,
-  signal: AbortSignal,
 ): Response {
   const base64 = !isTextType(state.config.type);
   const deadline = ctx.now() + ctx.sseMs;
+  // The client going away cancels the body (request.signal would also abort once the
+  // response starts, so it cannot tell).
   const stop = new AbortController();
-  const abort = () => stop.abort();
-  signal.addEventListener("abort", abort);
   let position = start;
   let first = true;
   const body = new ReadableStream<Uint8Array>({
@@ -52,13 +51,9 @@ export function sseResponse(
     },
     cancel(): void {
       stop.abort();
-      signal.removeEventListener("abort", abort);
     },
   }, { highWaterMark: 0 });
-  const end = (controller: ReadableStreamDefaultController<Uint8Array>) => {
-    signal.removeEventListener("abort", abort);
-    controller.close();
-  };
+  const end = (controller: ReadableStreamDefaultController<Uint8Array>) => controller.close();
   return new Response(body, {
     status: 200,
     headers: answerHeaders({
