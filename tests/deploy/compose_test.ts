@@ -61,7 +61,9 @@ Deno.test({
     const project = `sluice-test-${Deno.pid}`;
     const relayPort = freeUdpTcpPort();
     const funnelPort = freeUdpTcpPort();
+    const funnel2Port = freeUdpTcpPort();
     const funnel = `http://127.0.0.1:${funnelPort}`;
+    const funnel2 = `http://127.0.0.1:${funnel2Port}`;
     // The relay's certificate: "relay" for the funnel on the stack's network, localhost for us.
     const cert = await generateDevCertificate({ hosts: ["relay", "localhost", "127.0.0.1"] });
     const certs = await Deno.makeTempDir({ prefix: "sluice-compose-" });
@@ -74,9 +76,10 @@ Deno.test({
       SLUICE_CERTS: certs,
       SLUICE_RELAY_PORT: String(relayPort),
       SLUICE_FUNNEL_PORT: String(funnelPort),
+      SLUICE_FUNNEL2_PORT: String(funnel2Port),
       SLUICE_PG_PASSWORD: crypto.randomUUID(),
     };
-    const containers = ["postgres", "relay", "funnel"].map((s) => `${project}_${s}_1`);
+    const containers = ["postgres", "relay", "funnel", "funnel-2"].map((s) => `${project}_${s}_1`);
     let net: Awaited<ReturnType<typeof Net.Connection.connect>> | undefined;
     let passed = false;
     try {
@@ -108,12 +111,15 @@ Deno.test({
         assert.equal(res.status, 201, await res.clone().text());
         posted.push((await res.json()).group);
       }
-      // ... and back over HTTP, oldest first.
-      const page = await (await fetch(`${funnel}/tracks/room/1/chat?limit=10`)).json();
-      assert.deepEqual(
-        page.records.map((r: { group: string; payload: unknown }) => [r.group, r.payload]),
-        posted.map((g, i) => [g, { text: ["one", "two", "three"][i] }]),
-      );
+      // ... and back over HTTP, oldest first, from either funnel (they share the ledger).
+      for (const from of [funnel, funnel2]) {
+        const page = await (await fetch(`${from}/tracks/room/1/chat?limit=10`)).json();
+        assert.deepEqual(
+          page.records.map((r: { group: string; payload: unknown }) => [r.group, r.payload]),
+          posted.map((g, i) => [g, { text: ["one", "two", "three"][i] }]),
+          `history from ${from}`,
+        );
+      }
 
       // Through the relay: @moq/net over native QUIC on the relay's published UDP port.
       const quic = await Deno.connectQuic({
@@ -147,8 +153,8 @@ Deno.test({
       };
       // A subscription starts at the latest record (group sequence = ledger sequence + 1)...
       assert.deepEqual(await read(), [3, { payload: { text: "three" } }]);
-      // ... and gets each new one as it is committed.
-      const res = await fetch(`${funnel}/tracks/room/1/chat`, {
+      // ... and gets each new one as it is committed, whichever funnel took it.
+      const res = await fetch(`${funnel2}/tracks/room/1/chat`, {
         method: "POST",
         body: JSON.stringify({ text: "four" }),
       });
