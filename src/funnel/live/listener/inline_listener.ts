@@ -1,10 +1,22 @@
 import { errorText } from "../../../error_text/mod.ts";
 import type { TrackPatterns } from "../../../path/mod.ts";
-import { type OriginPolicy, problemResponse, startHttpServer } from "../../../http/mod.ts";
+import {
+  type OriginPolicy,
+  problemResponse,
+  type RunningServer,
+  startHttpServer,
+} from "../../../http/mod.ts";
 import { bindSamePort, qmuxUpgrade, webTransportAdmission } from "../../../serving/mod.ts";
 import { type Logger, rateLimitedLog } from "../../../log/mod.ts";
 import { startMemoryTrimmer } from "../../../heap/mod.ts";
-import { accept, DeliveryTurns, MoqError, type MoqSession, VERSIONS } from "../../../moq/mod.ts";
+import {
+  accept,
+  DeliveryTurns,
+  type MoqAcceptOptions,
+  MoqError,
+  type MoqSession,
+  VERSIONS,
+} from "../../../moq/mod.ts";
 import { listen } from "../../../transport/mod.ts";
 import {
   type AdmitWebTransport,
@@ -70,133 +82,183 @@ export interface LiveListener {
  * ```
  */
 export async function startLiveListener(options: LiveListenerOptions): Promise<LiveListener> {
-  const { publisher, verifier, log } = options;
-  // Lines caused by peers (refusals, malformed streams) are rate-limited, so
-  // hostile sessions cannot flood the log.
-  const refusedLog = rateLimitedLog((line) => log.info(line));
-  const sessionLog = rateLimitedLog((line) => log.debug(line));
-  // After a burst of sessions, freed QUIC and TLS state goes back to the system.
-  const trimmer = startMemoryTrimmer();
-  const live = new Set<MoqSession>();
-  const tasks = new Set<Promise<void>>();
-  // Under overload every subscriber gets its share, and new sessions get set up between turns.
-  const turns = new DeliveryTurns();
-  let stopped = false;
-
-  const serveSession = async (session: Session): Promise<void> => {
-    let moq: MoqSession;
-    try {
-      moq = await accept(session, {
-        announcer: publisher.announcer,
-        // Subscribers publish nothing into the funnel.
-        acceptAnnounce: () => false,
-        // The subscriber sees and reads what its credential grants.
-        admit: async (s) => {
-          try {
-            const grant = await admitSubscriber(s.url, verifier);
-            return {
-              announceFilter: (path) => mayRead(grant, path),
-              serve: (request) =>
-                mayRead(grant, request.path, request.track)
-                  ? publisher.serve(request)
-                  : "unauthorized",
-            };
-          } catch (error) {
-            refusedLog(`MoQ subscriber ${s.remote} refused: ${errorText(error)}`);
-            return false;
-          }
-        },
-        maxGroupQueue: options.maxGroupQueue ?? 32,
-        deliveryTurns: turns,
-        ...(options.datagramTracks && !options.datagramTracks.empty
-          ? {
-            datagrams: (path: string, track: string) =>
-              options.datagramTracks!.matches(path, track),
-          }
-          : {}),
-        log: sessionLog,
-      });
-    } catch (error) {
-      if (error instanceof MoqError) return; // refused, or never set up
-      throw error;
-    }
-    if (stopped) {
-      moq.close(0, "funnel stopping");
-      return;
-    }
-    live.add(moq);
-    options.onSessions?.(live.size);
-    log.debug(`MoQ subscriber ${moq.remote} connected (${session.transport}, ${moq.version})`);
-    const info = await moq.closed;
-    live.delete(moq);
-    options.onSessions?.(live.size);
-    log.debug(
-      `MoQ subscriber ${moq.remote} left (${info.code}${info.reason ? ` ${info.reason}` : ""})`,
-    );
-  };
-
-  const onSession = (session: Session): void => {
-    trimmer.track(session);
-    if (stopped) {
-      session.close(0, "funnel stopping");
-      return;
-    }
-    const task = serveSession(session).catch((error) => {
-      log.error(`MoQ session ${session.remote} failed`, error);
-    });
-    tasks.add(task);
-    task.finally(() => tasks.delete(task));
-  };
-  // Unset CORS_ALLOWED_ORIGINS admits only the listener's own origin and clients that send none.
-  const admitOpen = webTransportAdmission({
-    protocols: VERSIONS,
-    origins: options.cors,
-    admitCredential: (url) => admitSubscriber(url, verifier),
-  });
-  // A stopping listener takes no new sessions: a WebTransport CONNECT and a WebSocket upgrade
-  // are both refused with 503 rather than accepted and closed.
-  const admit: AdmitWebTransport = (req) =>
-    stopped ? { status: 503, reason: "The funnel is stopping" } : admitOpen(req);
-  const upgrade = qmuxUpgrade({ protocols: VERSIONS, admit, onSession });
-  const { listener, server } = await bindSamePort(options.port, (port) =>
-    listen({
-      hostname: options.hostname,
-      port,
-      certPem: options.certPem,
-      keyPem: options.keyPem,
-      protocols: VERSIONS,
-      admitWebTransport: admit,
-      onSession,
-    }), (port) =>
-    startHttpServer(
-      (req, info) =>
-        isWebSocketUpgrade(req)
-          ? upgrade(req, info)
-          : problemResponse(404, "This port serves MoQ: WebSocket upgrades only"),
-      {
+  const sessions = new InlineSessions(options);
+  const { listener, server } = await bindSamePort(
+    options.port,
+    (port) =>
+      listen({
         hostname: options.hostname,
         port,
-        tls: { cert: options.certPem, key: options.keyPem },
-        onError: (error) => {
-          log.error("WebSocket upgrade failed", error);
-          return problemResponse(500, "The MoQ listener failed to answer");
-        },
-      },
-    ));
+        certPem: options.certPem,
+        keyPem: options.keyPem,
+        protocols: VERSIONS,
+        admitWebTransport: sessions.admitWebTransport,
+        onSession: sessions.onSession,
+      }),
+    (port) => startUpgradeServer(options, port, sessions),
+  );
   let stopping: Promise<void> | undefined;
   return {
     addr: listener.addr,
     get sessions() {
-      return live.size;
+      return sessions.count;
     },
     stop: () =>
       stopping ??= (async () => {
-        stopped = true;
-        trimmer.stop();
-        for (const moq of live) moq.close(0, "funnel stopping");
+        sessions.stopTaking();
         await listener.stop();
         await server.stop();
-        await Promise.allSettled([...tasks]);
+        await sessions.settled();
       })(),
   };
+}
+
+/** The TCP side of the port: WebSocket upgrades into QMux sessions, nothing else. */
+function startUpgradeServer(
+  options: LiveListenerOptions,
+  port: number,
+  sessions: InlineSessions,
+): Promise<RunningServer> {
+  const upgrade = qmuxUpgrade({
+    protocols: VERSIONS,
+    admit: sessions.admitWebTransport,
+    onSession: sessions.onSession,
+  });
+  return startHttpServer(
+    (req, info) =>
+      isWebSocketUpgrade(req)
+        ? upgrade(req, info)
+        : problemResponse(404, "This port serves MoQ: WebSocket upgrades only"),
+    {
+      hostname: options.hostname,
+      port,
+      tls: { cert: options.certPem, key: options.keyPem },
+      onError: (error) => {
+        options.log.error("WebSocket upgrade failed", error);
+        return problemResponse(500, "The MoQ listener failed to answer");
+      },
+    },
+  );
+}
+
+/** The listener's MoQ sessions: admitted by credential, served from the publisher. */
+class InlineSessions {
+  readonly #options: LiveListenerOptions;
+  // Lines caused by peers (refusals, malformed streams) are rate-limited, so
+  // hostile sessions cannot flood the log.
+  readonly #refusedLog: (line: string) => void;
+  readonly #sessionLog: (line: string) => void;
+  // After a burst of sessions, freed QUIC and TLS state goes back to the system.
+  readonly #trimmer = startMemoryTrimmer();
+  readonly #live = new Set<MoqSession>();
+  readonly #tasks = new Set<Promise<void>>();
+  // Under overload every subscriber gets its share, and new sessions get set up between turns.
+  readonly #turns = new DeliveryTurns();
+  readonly #admitOpen: AdmitWebTransport;
+  #stopped = false;
+
+  constructor(options: LiveListenerOptions) {
+    this.#options = options;
+    this.#refusedLog = rateLimitedLog((line) => options.log.info(line));
+    this.#sessionLog = rateLimitedLog((line) => options.log.debug(line));
+    // Unset CORS_ALLOWED_ORIGINS admits only the listener's own origin and clients that send none.
+    this.#admitOpen = webTransportAdmission({
+      protocols: VERSIONS,
+      origins: options.cors,
+      admitCredential: (url) => admitSubscriber(url, options.verifier),
+    });
+  }
+
+  /** Sessions open now. */
+  get count(): number {
+    return this.#live.size;
+  }
+
+  /**
+   * WebTransport CONNECT and WebSocket upgrade admission. A stopping listener
+   * takes no new sessions: both are refused with 503 rather than accepted and closed.
+   */
+  readonly admitWebTransport: AdmitWebTransport = (req) =>
+    this.#stopped ? { status: 503, reason: "The funnel is stopping" } : this.#admitOpen(req);
+
+  /** A transport session arrived: serve it until it ends. */
+  readonly onSession = (session: Session): void => {
+    this.#trimmer.track(session);
+    if (this.#stopped) {
+      session.close(0, "funnel stopping");
+      return;
+    }
+    const task = this.#serve(session).catch((error) => {
+      this.#options.log.error(`MoQ session ${session.remote} failed`, error);
+    });
+    this.#tasks.add(task);
+    task.finally(() => this.#tasks.delete(task));
+  };
+
+  /** Takes no new sessions and closes the open ones. */
+  stopTaking(): void {
+    this.#stopped = true;
+    this.#trimmer.stop();
+    for (const moq of this.#live) moq.close(0, "funnel stopping");
+  }
+
+  /** Resolves once every session's task has ended. */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.#tasks]);
+  }
+
+  async #serve(session: Session): Promise<void> {
+    let moq: MoqSession;
+    try {
+      moq = await accept(session, this.#moqOptions());
+    } catch (error) {
+      if (error instanceof MoqError) return; // refused, or never set up
+      throw error;
+    }
+    if (this.#stopped) {
+      moq.close(0, "funnel stopping");
+      return;
+    }
+    const { log, onSessions } = this.#options;
+    this.#live.add(moq);
+    onSessions?.(this.#live.size);
+    log.debug(`MoQ subscriber ${moq.remote} connected (${session.transport}, ${moq.version})`);
+    const info = await moq.closed;
+    this.#live.delete(moq);
+    onSessions?.(this.#live.size);
+    log.debug(
+      `MoQ subscriber ${moq.remote} left (${info.code}${info.reason ? ` ${info.reason}` : ""})`,
+    );
+  }
+
+  #moqOptions(): MoqAcceptOptions {
+    const { publisher, verifier, datagramTracks } = this.#options;
+    return {
+      announcer: publisher.announcer,
+      // Subscribers publish nothing into the funnel.
+      acceptAnnounce: () => false,
+      // The subscriber sees and reads what its credential grants.
+      admit: async (s) => {
+        try {
+          const grant = await admitSubscriber(s.url, verifier);
+          return {
+            announceFilter: (path) => mayRead(grant, path),
+            serve: (request) =>
+              mayRead(grant, request.path, request.track)
+                ? publisher.serve(request)
+                : "unauthorized",
+          };
+        } catch (error) {
+          this.#refusedLog(`MoQ subscriber ${s.remote} refused: ${errorText(error)}`);
+          return false;
+        }
+      },
+      maxGroupQueue: this.#options.maxGroupQueue ?? 32,
+      deliveryTurns: this.#turns,
+      ...(datagramTracks && !datagramTracks.empty
+        ? { datagrams: (path: string, track: string) => datagramTracks.matches(path, track) }
+        : {}),
+      log: this.#sessionLog,
+    };
+  }
 }
