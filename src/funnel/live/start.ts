@@ -116,104 +116,128 @@ export async function startLive(
     onError: (error) => log.error("Publishing a committed record failed", error),
     ...(options.fetchEntry ? { fetchEntry: options.fetchEntry } : {}),
   });
-  let listener: WorkerListener | undefined;
-  let serveLine = "none";
-  let relay: RelayClient | undefined;
-  let relayLine = "none";
+  let served: Served | undefined;
   try {
-    if (config.relay) {
-      const target = config.relay;
-      const caCerts = target.caFile ? [await readCaFile(target.caFile)] : undefined;
-      const signing = target.signing;
-      const signer = signing ? await readSigner(signing.keyFile) : undefined;
-      const ttl = options.relayCredentialTtlSeconds ?? 3600;
-      const now = options.now ?? Date.now;
-      relay = new RelayClient({
-        url: target.url,
-        publisher,
-        log,
-        ...(signer && signing
-          ? {
-            publishPrefix: signing.publish,
-            credential: async () => {
-              const issued = now();
-              const token = await signer.sign({
-                scopes: [{ actions: ["publish"], broadcast: { prefix: signing.publish } }],
-              }, { ttlSeconds: ttl, now: () => issued });
-              return { token, expiresAt: (Math.floor(issued / 1000) + ttl) * 1000 };
-            },
-          }
-          : {}),
-        ...(caCerts ? { caCerts } : {}),
-        ...(options.relayCertificateHashes
-          ? { serverCertificateHashes: options.relayCertificateHashes }
-          : {}),
-        insecure: target.insecure,
-        ...(options.redialMs !== undefined ? { redialMs: options.redialMs } : {}),
-        ...(options.timers ? { timers: options.timers } : {}),
-        ...(options.now ? { now: options.now } : {}),
-        ...(options.relayIdleTimeoutMs ? { idleTimeoutMs: options.relayIdleTimeoutMs } : {}),
-        ...(options.onRelayState ? { onState: options.onRelayState } : {}),
-      });
-      relayLine = `${describeRelayUrl(target.url)} (${
-        TRANSPORT_NAMES[target.url.protocol] ?? target.url.protocol
-      }; ${
-        signing
-          ? `a fresh credential per session publishing at "${signing.publish}"`
-          : target.url.searchParams.has("jwt")
-          ? "credential from the URL"
-          : "no credential"
-      }${target.insecure ? "; TLS verification off" : ""})`;
-    }
-    if (config.serve) {
-      const serve = config.serve;
-      const tls = await loadServingCertificate({
-        certFile: serve.certFile,
-        keyFile: serve.keyFile,
-        defaultCertificate: serve.defaultCertificate,
-        server: "MoQ listener",
-        log: (line) => log.warn(line),
-      });
-      listener = await startWorkerListener({
-        hostname: serve.hostname,
-        port: serve.port,
-        certPem: tls.certPem,
-        keyPem: tls.keyPem,
-        verifier,
-        cors: config.cors,
-        log,
-        ...(options.maxGroupQueue ? { maxGroupQueue: options.maxGroupQueue } : {}),
-        ...(serve.datagramTracks ? { datagramTracks: serve.datagramTracks } : {}),
-        ...(options.fetchEntry ? { fetchEntry: options.fetchEntry } : {}),
-      });
-      const at = formatAddr(listener.addr);
-      serveLine = `moqt://${at} and https://${at} (WebTransport) on UDP, wss://${at} ` +
-        `(WebSocket) on TCP; ` +
-        `certificate sha256 ${toHex(tls.sha256)}${
-          tls.generated ? " (generated for development)" : ` (${serve.certFile})`
-        }`;
-    }
+    const relay = config.relay
+      ? await relayClient(config.relay, publisher, log, options)
+      : undefined;
+    served = config.serve
+      ? await startOwnListener(config.serve, config.cors, verifier, log, options)
+      : undefined;
+    const listener = served?.listener;
+    return {
+      sink: listener ? fanOut(publisher, listener) : publisher,
+      publisher,
+      listener,
+      relay,
+      relayLine: config.relay ? relayLine(config.relay) : "none",
+      serveLine: served?.line ?? "none",
+      connect: () => relay?.start(),
+      stop: async () => {
+        await relay?.stop();
+        await listener?.stop();
+        publisher.close();
+      },
+    };
   } catch (error) {
-    await listener?.stop();
+    await served?.listener.stop();
     publisher.close();
     throw error;
   }
-  const running = relay;
-  const served = listener;
-  const sink: RecordSink = served ? fanOut(publisher, served) : publisher;
-  return {
-    sink,
+}
+
+/** The relay session (RELAY_URL), signing a fresh credential per session when it has a key. */
+async function relayClient(
+  target: NonNullable<LiveConfig["relay"]>,
+  publisher: LivePublisher,
+  log: Logger,
+  options: LiveOptions,
+): Promise<RelayClient> {
+  const caCerts = target.caFile ? [await readCaFile(target.caFile)] : undefined;
+  const signing = target.signing;
+  const signer = signing ? await readSigner(signing.keyFile) : undefined;
+  const ttl = options.relayCredentialTtlSeconds ?? 3600;
+  const now = options.now ?? Date.now;
+  return new RelayClient({
+    url: target.url,
     publisher,
+    log,
+    ...(signer && signing
+      ? {
+        publishPrefix: signing.publish,
+        credential: async () => {
+          const issued = now();
+          const token = await signer.sign({
+            scopes: [{ actions: ["publish"], broadcast: { prefix: signing.publish } }],
+          }, { ttlSeconds: ttl, now: () => issued });
+          return { token, expiresAt: (Math.floor(issued / 1000) + ttl) * 1000 };
+        },
+      }
+      : {}),
+    ...(caCerts ? { caCerts } : {}),
+    ...(options.relayCertificateHashes
+      ? { serverCertificateHashes: options.relayCertificateHashes }
+      : {}),
+    insecure: target.insecure,
+    ...(options.redialMs !== undefined ? { redialMs: options.redialMs } : {}),
+    ...(options.timers ? { timers: options.timers } : {}),
+    ...(options.now ? { now: options.now } : {}),
+    ...(options.relayIdleTimeoutMs ? { idleTimeoutMs: options.relayIdleTimeoutMs } : {}),
+    ...(options.onRelayState ? { onState: options.onRelayState } : {}),
+  });
+}
+
+/** The summary's Relay line: where, over what, with which credential. */
+function relayLine(target: NonNullable<LiveConfig["relay"]>): string {
+  const transport = TRANSPORT_NAMES[target.url.protocol] ?? target.url.protocol;
+  const credential = target.signing
+    ? `a fresh credential per session publishing at "${target.signing.publish}"`
+    : target.url.searchParams.has("jwt")
+    ? "credential from the URL"
+    : "no credential";
+  const tls = target.insecure ? "; TLS verification off" : "";
+  return `${describeRelayUrl(target.url)} (${transport}; ${credential}${tls})`;
+}
+
+/** The own listener and the summary's Serve line. */
+interface Served {
+  readonly listener: WorkerListener;
+  readonly line: string;
+}
+
+/** The own MoQ listener (FUNNEL_SERVE_ADDR), in its worker, with its certificate. */
+async function startOwnListener(
+  serve: NonNullable<LiveConfig["serve"]>,
+  cors: LiveConfig["cors"],
+  verifier: Verifier | undefined,
+  log: Logger,
+  options: LiveOptions,
+): Promise<Served> {
+  const tls = await loadServingCertificate({
+    certFile: serve.certFile,
+    keyFile: serve.keyFile,
+    defaultCertificate: serve.defaultCertificate,
+    server: "MoQ listener",
+    log: (line) => log.warn(line),
+  });
+  const listener = await startWorkerListener({
+    hostname: serve.hostname,
+    port: serve.port,
+    certPem: tls.certPem,
+    keyPem: tls.keyPem,
+    verifier,
+    cors,
+    log,
+    ...(options.maxGroupQueue ? { maxGroupQueue: options.maxGroupQueue } : {}),
+    ...(serve.datagramTracks ? { datagramTracks: serve.datagramTracks } : {}),
+    ...(options.fetchEntry ? { fetchEntry: options.fetchEntry } : {}),
+  });
+  const at = formatAddr(listener.addr);
+  const origin = tls.generated ? "generated for development" : serve.certFile;
+  return {
     listener,
-    relay,
-    relayLine,
-    serveLine,
-    connect: () => running?.start(),
-    stop: async () => {
-      await running?.stop();
-      await listener?.stop();
-      publisher.close();
-    },
+    line: `moqt://${at} and https://${at} (WebTransport) on UDP, wss://${at} (WebSocket) on ` +
+      `TCP; certificate sha256 ${toHex(tls.sha256)} (${origin})`,
   };
 }
 
