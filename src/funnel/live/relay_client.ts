@@ -243,83 +243,23 @@ export class RelayClient {
 
   /** One session with `target`, from dial to end; resolves with why it ended. */
   async #session(target: URL, onConnected?: () => void): Promise<string> {
-    const o = this.#options;
-    const url = new URL(target.href);
-    let expiresAt: number | undefined;
-    if (o.credential) {
-      const credential = await o.credential();
-      url.searchParams.set("jwt", credential.token);
-      expiresAt = credential.expiresAt;
-    } else {
-      expiresAt = tokenExpiry(tokenFromUrl(url));
-    }
-    const dialing = new AbortController();
-    this.#dialing.add(dialing);
-    const timeoutMs = o.dialTimeoutMs ?? 10_000;
-    let timedOut = false;
-    const timeout = setTimeout(() => {
-      timedOut = true;
-      dialing.abort();
-    }, timeoutMs);
-    const hashes = o.serverCertificateHashes;
-    const transport: Session = await abortable(
-      connectSession(url, {
-        protocols: VERSIONS,
-        signal: dialing.signal,
-        timeoutMs,
-        maxIdleTimeout: o.idleTimeoutMs ?? IDLE_TIMEOUT_MS,
-        keepAliveInterval: keepAliveFor(o.idleTimeoutMs ?? IDLE_TIMEOUT_MS),
-        ...(o.caCerts ? { caCerts: o.caCerts } : {}),
-        ...(hashes ? { serverCertificateHashes: hashes } : {}),
-        // Deno's QUIC and WebSocket have no per-connection switch: only the process-wide
-        // --unsafely-ignore-certificate-errors skips verification (see below).
-        ...(o.insecure ? { insecure: true } : {}),
-      }),
-      dialing.signal,
-    ).catch((error: unknown) => {
-      if (timedOut) throw new Error(`no answer within ${timeoutMs / 1000} s`);
-      if (o.insecure && !(error instanceof Error && error.message.includes("--unsafely"))) {
-        throw new Error(
-          `${errorText(error)} (RELAY_TLS_INSECURE takes ` +
-            `effect only when the funnel runs with --unsafely-ignore-certificate-errors; ` +
-            `RELAY_CA_FILE works without it)`,
-        );
-      }
-      throw error;
-    }).finally(() => {
-      clearTimeout(timeout);
-      this.#dialing.delete(dialing);
-    });
+    const { url, expiresAt } = await this.#credentialed(target);
+    const transport = await this.#dialTransport(url);
     if (this.#stopped) {
       transport.close(0, "funnel stopping");
       return "stopped";
     }
-    const prefix = o.publishPrefix === undefined ? undefined : normalizePath(o.publishPrefix);
-    const moq = await connect(transport, {
-      announcer: o.publisher.announcer,
-      serve: o.publisher.serve,
-      ...(prefix === undefined ? {} : { announceFilter: (path) => prefixCovers(prefix, path) }),
-      // The relay's announcements are of no use to a funnel.
-      acceptAnnounce: () => false,
-      // A relay continuing a track through this session asks from the record after its
-      // latest: serve it everything the track still holds.
-      maxGroupQueue: o.publisher.cacheSize,
-      log: (line) => o.log.debug(line),
-    });
+    const moq = await this.#connectMoq(transport);
     this.#moq = moq;
     this.#open.add(moq);
     this.#sessions++;
     let expired = false;
-    let expiry: unknown;
-    if (expiresAt !== undefined) {
-      // The relay refuses the credential after expiry: end the session ourselves and redial
-      // with a fresh one rather than wait for the relay to notice.
-      const ms = Math.max(0, expiresAt - this.#now());
-      expiry = this.#timers.setTimeout(() => {
-        expired = true;
-        moq.close(0, "credential expired");
-      }, ms);
-    }
+    // The relay refuses the credential after expiry: end the session ourselves and redial
+    // with a fresh one rather than wait for the relay to notice.
+    const expiry = expiresAt === undefined ? undefined : this.#timers.setTimeout(() => {
+      expired = true;
+      moq.close(0, "credential expired");
+    }, Math.max(0, expiresAt - this.#now()));
     moq.goaway.then((uri) => {
       if (!this.#stopped && !moq.isClosed) this.#goaway(moq, uri);
     });
@@ -332,6 +272,76 @@ export class RelayClient {
     return `session ended (${info.dropped ? "connection lost" : `code ${info.code}`}${
       info.reason ? `: ${info.reason}` : ""
     })`;
+  }
+
+  /** The URL to dial, with a fresh credential when the client signs its own, and its expiry. */
+  async #credentialed(target: URL): Promise<{ url: URL; expiresAt: number | undefined }> {
+    const url = new URL(target.href);
+    if (!this.#options.credential) return { url, expiresAt: tokenExpiry(tokenFromUrl(url)) };
+    const credential = await this.#options.credential();
+    url.searchParams.set("jwt", credential.token);
+    return { url, expiresAt: credential.expiresAt };
+  }
+
+  /** Dials the transport session, abandoned after the dial timeout or at stop(). */
+  async #dialTransport(url: URL): Promise<Session> {
+    const o = this.#options;
+    const dialing = new AbortController();
+    this.#dialing.add(dialing);
+    const timeoutMs = o.dialTimeoutMs ?? 10_000;
+    let timedOut = false;
+    const timeout = setTimeout(() => {
+      timedOut = true;
+      dialing.abort();
+    }, timeoutMs);
+    const hashes = o.serverCertificateHashes;
+    try {
+      return await abortable(
+        connectSession(url, {
+          protocols: VERSIONS,
+          signal: dialing.signal,
+          timeoutMs,
+          maxIdleTimeout: o.idleTimeoutMs ?? IDLE_TIMEOUT_MS,
+          keepAliveInterval: keepAliveFor(o.idleTimeoutMs ?? IDLE_TIMEOUT_MS),
+          ...(o.caCerts ? { caCerts: o.caCerts } : {}),
+          ...(hashes ? { serverCertificateHashes: hashes } : {}),
+          // Deno's QUIC and WebSocket have no per-connection switch: only the process-wide
+          // --unsafely-ignore-certificate-errors skips verification (see below).
+          ...(o.insecure ? { insecure: true } : {}),
+        }),
+        dialing.signal,
+      );
+    } catch (error) {
+      if (timedOut) throw new Error(`no answer within ${timeoutMs / 1000} s`);
+      if (o.insecure && !(error instanceof Error && error.message.includes("--unsafely"))) {
+        throw new Error(
+          `${errorText(error)} (RELAY_TLS_INSECURE takes ` +
+            `effect only when the funnel runs with --unsafely-ignore-certificate-errors; ` +
+            `RELAY_CA_FILE works without it)`,
+        );
+      }
+      throw error;
+    } finally {
+      clearTimeout(timeout);
+      this.#dialing.delete(dialing);
+    }
+  }
+
+  /** The moq session over `transport`: it announces and serves the publisher's tracks. */
+  #connectMoq(transport: Session): Promise<MoqSession> {
+    const o = this.#options;
+    const prefix = o.publishPrefix === undefined ? undefined : normalizePath(o.publishPrefix);
+    return connect(transport, {
+      announcer: o.publisher.announcer,
+      serve: o.publisher.serve,
+      ...(prefix === undefined ? {} : { announceFilter: (path) => prefixCovers(prefix, path) }),
+      // The relay's announcements are of no use to a funnel.
+      acceptAnnounce: () => false,
+      // A relay continuing a track through this session asks from the record after its
+      // latest: serve it everything the track still holds.
+      maxGroupQueue: o.publisher.cacheSize,
+      log: (line) => o.log.debug(line),
+    });
   }
 }
 
