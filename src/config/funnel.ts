@@ -81,73 +81,16 @@ export function loadFunnelConfig(env: Env): FunnelConfig {
     parseListenAddress(DEFAULT_FUNNEL_ADDR);
   const senderLimit = r.value("FUNNEL_SENDER_LIMIT", parseRateLimit);
   const trackLimit = r.value("FUNNEL_TRACK_LIMIT", parseRateLimit);
-  const relayUrl = r.value("RELAY_URL", parseRelayUrl);
-
-  const signingKey = r.text("RELAY_SIGNING_KEY");
-  const publish = r.text("RELAY_PUBLISH");
-  if ((signingKey === undefined) !== (publish === undefined)) {
-    r.problem(
-      signingKey === undefined ? "RELAY_SIGNING_KEY" : "RELAY_PUBLISH",
-      "RELAY_SIGNING_KEY and RELAY_PUBLISH must be set together",
-    );
-  }
-  const publishProblem = publish === undefined ? undefined : pathProblem(publish, false);
-  if (publishProblem !== undefined) r.problem("RELAY_PUBLISH", `"${publish}" ${publishProblem}`);
-  const caFile = r.text("RELAY_CA_FILE");
-  const insecure = r.value("RELAY_TLS_INSECURE", parseBoolean) ?? false;
-  if (!relayUrl) {
-    for (const name of ["RELAY_SIGNING_KEY", "RELAY_PUBLISH", "RELAY_CA_FILE"]) {
-      if (r.text(name) !== undefined) r.problem(name, "has no effect without RELAY_URL");
-    }
-  }
-  const relay: RelayTarget | undefined = relayUrl && {
-    url: relayUrl,
-    insecure,
-    ...(signingKey && publish ? { signing: { keyFile: signingKey, publish } } : {}),
-    ...(caFile ? { caFile } : {}),
-  };
-
-  const serveText = r.text("FUNNEL_SERVE_ADDR");
-  let serve: ListenAddress | undefined;
-  if (serveText === undefined) {
-    serve = relay ? undefined : parseListenAddress(DEFAULT_SERVE_ADDR);
-  } else if (serveText.toLowerCase() === "none") {
-    serve = undefined;
-  } else {
-    serve = r.value("FUNNEL_SERVE_ADDR", parseListenAddress);
-  }
-
+  const relay = readRelayTarget(r);
+  const serve = readServeAddress(r, relay !== undefined);
   const metrics = r.value("FUNNEL_METRICS_ADDR", parseListenAddress);
-
   const datagramTracks = r.value("FUNNEL_DATAGRAM_TRACKS", parseTrackPatterns) ??
     new TrackPatterns([]);
-
-  let ledger: LedgerLocation = { kind: "memory" };
-  try {
-    ledger = parseLedgerUri(env["LEDGER_URI"]);
-  } catch (error) {
-    r.problem("LEDGER_URI", (error as Error).message);
-  }
-  const storeCredentials = readStoreCredentials(env);
-  if (ledger.kind === "s3" && !storeCredentials) {
-    r.problem(
-      "AWS_ACCESS_KEY_ID",
-      "the s3 ledger needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
-    );
-  }
-
+  const { ledger, storeCredentials } = readLedger(r, env);
   const certFile = r.text("CERT_FILE") ?? DEFAULT_CERT_FILE;
   const keyFile = r.text("KEY_FILE") ?? DEFAULT_KEY_FILE;
   const cors = r.value("CORS_ALLOWED_ORIGINS", parseOriginPolicy) ?? parseOriginPolicy(undefined);
-
-  const keys = r.text("SLUICE_AUTH_KEYS");
-  const cacheFile = r.text("SLUICE_AUTH_KEYS_CACHE");
-  const bearerToken = r.text("SLUICE_RELAY_TOKEN");
-  const auth = keys === undefined ? undefined : {
-    keys,
-    ...(cacheFile ? { cacheFile } : {}),
-    ...(bearerToken ? { bearerToken } : {}),
-  };
+  const auth = readAuth(r);
   r.finish();
   return {
     ingest,
@@ -164,6 +107,76 @@ export function loadFunnelConfig(env: Env): FunnelConfig {
     defaultCertificate: env["CERT_FILE"] === undefined && env["KEY_FILE"] === undefined,
     cors,
     auth,
+  };
+}
+
+/** RELAY_URL with RELAY_SIGNING_KEY + RELAY_PUBLISH, RELAY_CA_FILE and RELAY_TLS_INSECURE. */
+function readRelayTarget(r: EnvReader): RelayTarget | undefined {
+  const relayUrl = r.value("RELAY_URL", parseRelayUrl);
+  const signingKey = r.text("RELAY_SIGNING_KEY");
+  const publish = r.text("RELAY_PUBLISH");
+  if ((signingKey === undefined) !== (publish === undefined)) {
+    r.problem(
+      signingKey === undefined ? "RELAY_SIGNING_KEY" : "RELAY_PUBLISH",
+      "RELAY_SIGNING_KEY and RELAY_PUBLISH must be set together",
+    );
+  }
+  const publishProblem = publish === undefined ? undefined : pathProblem(publish, false);
+  if (publishProblem !== undefined) r.problem("RELAY_PUBLISH", `"${publish}" ${publishProblem}`);
+  const caFile = r.text("RELAY_CA_FILE");
+  const insecure = r.value("RELAY_TLS_INSECURE", parseBoolean) ?? false;
+  if (!relayUrl) {
+    for (const name of ["RELAY_SIGNING_KEY", "RELAY_PUBLISH", "RELAY_CA_FILE"]) {
+      if (r.text(name) !== undefined) r.problem(name, "has no effect without RELAY_URL");
+    }
+    return undefined;
+  }
+  return {
+    url: relayUrl,
+    insecure,
+    ...(signingKey && publish ? { signing: { keyFile: signingKey, publish } } : {}),
+    ...(caFile ? { caFile } : {}),
+  };
+}
+
+/** FUNNEL_SERVE_ADDR: the own listener, on by default only without a relay; "none" turns it off. */
+function readServeAddress(r: EnvReader, hasRelay: boolean): ListenAddress | undefined {
+  const text = r.text("FUNNEL_SERVE_ADDR");
+  if (text === undefined) return hasRelay ? undefined : parseListenAddress(DEFAULT_SERVE_ADDR);
+  if (text.toLowerCase() === "none") return undefined;
+  return r.value("FUNNEL_SERVE_ADDR", parseListenAddress);
+}
+
+/** LEDGER_URI and, for S3, the store's credentials. */
+function readLedger(
+  r: EnvReader,
+  env: Env,
+): { ledger: LedgerLocation; storeCredentials: StoreCredentials | undefined } {
+  let ledger: LedgerLocation = { kind: "memory" };
+  try {
+    ledger = parseLedgerUri(env["LEDGER_URI"]);
+  } catch (error) {
+    r.problem("LEDGER_URI", (error as Error).message);
+  }
+  const storeCredentials = readStoreCredentials(env);
+  if (ledger.kind === "s3" && !storeCredentials) {
+    r.problem(
+      "AWS_ACCESS_KEY_ID",
+      "the s3 ledger needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+    );
+  }
+  return { ledger, storeCredentials };
+}
+
+/** SLUICE_AUTH_KEYS with its cache file and the bearer token for fetching them. */
+function readAuth(r: EnvReader): FunnelConfig["auth"] {
+  const keys = r.text("SLUICE_AUTH_KEYS");
+  const cacheFile = r.text("SLUICE_AUTH_KEYS_CACHE");
+  const bearerToken = r.text("SLUICE_RELAY_TOKEN");
+  return keys === undefined ? undefined : {
+    keys,
+    ...(cacheFile ? { cacheFile } : {}),
+    ...(bearerToken ? { bearerToken } : {}),
   };
 }
 
