@@ -42,6 +42,8 @@ export {
   type FetchedGroup,
   type GroupFetcher,
   type GroupFrames,
+  LiveFrames,
+  type LiveState,
   MAX_BURST_GROUPS,
   TrackCursor,
   type TrackObserver,

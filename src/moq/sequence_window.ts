@@ -51,6 +51,11 @@ export class SequenceWindow {
     return true;
   }
 
+  /** Forgets `sequence` (within the window), so it is taken again: a group abandoned mid-way. */
+  forget(sequence: number): void {
+    if (this.check(sequence) === "seen") this.#clear(sequence & this.#mask);
+  }
+
   #set(slot: number): void {
     this.#bits[slot >>> 5]! |= 1 << (slot & 31);
   }

@@ -28,6 +28,10 @@ export class MoqStats {
   groupsReceived = 0;
   /** Groups not delivered because a subscriber (ours or the peer) fell behind. */
   groupsSkipped = 0;
+  /** Group streams we reset: the publisher abandoned the group, or it outlived the max latency. */
+  groupsReset = 0;
+  /** Groups not started (or reset while sent) because they outlived the subscriber's max latency. */
+  groupsExpired = 0;
   /** Peer announcements refused by the `acceptAnnounce` policy. */
   announcementsRefused = 0;
   /** Streams or sessions ended because of the peer's malformed or hostile input. */

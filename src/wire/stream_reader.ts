@@ -216,6 +216,11 @@ export class StreamReader {
     return out;
   }
 
+  /** Bytes read ahead and not yet consumed. */
+  get buffered(): number {
+    return this.#available;
+  }
+
   /** Removes and returns the bytes read ahead but not yet consumed. */
   takeBuffered(): Uint8Array {
     const out = this.#buf.subarray(this.#at);

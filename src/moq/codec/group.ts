@@ -45,17 +45,19 @@ export function checkTimestamp(ts: bigint): bigint {
  * Encodes frames as they follow a GROUP header or answer a FETCH. On lite-05
  * each frame carries a zigzag timestamp delta (baseline 0 per group); all
  * frames of a group share `timestamp` unless `timestamps` gives one per frame.
+ * `previous` is the timestamp of the frame before the first (the rest of a
+ * group whose earlier frames were already sent).
  */
 export function encodeFrames(
   frames: readonly Uint8Array[],
   version: Version,
   timestamp: number | bigint = 0,
   timestamps?: readonly (number | bigint)[],
+  previous = 0n,
 ): Uint8Array<ArrayBuffer> {
   let size = 0;
   for (const f of frames) size += f.length + 16;
   const out = new Encoder(size);
-  let previous = 0n;
   frames.forEach((frame, i) => {
     if (version === "moq-lite-05") {
       const ts = BigInt(timestamps?.[i] ?? timestamp);

@@ -1,13 +1,25 @@
 /** Sending a served subscription's groups, one uni stream each, a bounded number at once. */
 import type { StreamOptions } from "../../transport/mod.ts";
 import type { CachedGroup } from "../track/mod.ts";
-import { errorText } from "../../error_text/mod.ts";
 import type { SessionCore } from "./core.ts";
 import type { DeliveryTurns } from "./delivery_turns.ts";
+import { GroupSend } from "./send_group.ts";
+import { sendOrder, yieldingOrder } from "./send_order.ts";
+
+/** How a served subscription's groups are ordered and expired (the subscriber's, else the track's). */
+export interface Delivery {
+  /** Subscriber priority 0..255: higher goes first across the session's subscriptions. */
+  priority: number;
+  /** Oldest group first when true, newest first otherwise. */
+  ordered: boolean;
+  /** A group older than this many ms, not the latest, is not started or is reset; 0: never. */
+  maxLatency: number;
+}
 
 /**
  * The group streams of one served subscription: at most `maxGroupsInFlight`
- * being sent, each started in a delivery turn when the session shares them.
+ * being sent, each started in a delivery turn when the session shares them,
+ * in moq-lite's send order, and reset once they outlive the max latency.
  * A counter and one waiter instead of racing a set of promises for every
  * group.
  */
@@ -16,29 +28,57 @@ export class GroupStreams {
   readonly #id: bigint;
   readonly #max: number;
   readonly #turns: DeliveryTurns | undefined;
-  #order: StreamOptions;
+  readonly #latest: () => number | undefined;
+  readonly #clock: () => number;
+  /** The ordering and expiry of streams started from now on. */
+  readonly delivery: Delivery;
+  // Streams that may expire (with a max latency), and streams of groups still arriving.
+  readonly #sending = new Set<GroupSend>();
+  readonly #following = new Set<GroupSend>();
+  #expiry: ReturnType<typeof setTimeout> | undefined;
   #inflight = 0;
+  // Streams not ended yet (those waiting for frames hold no slot), and who waits for none.
+  #open = 0;
+  #drained: (() => void) | undefined;
   #slotFree: (() => void) | undefined;
 
-  /** Streams for subscription `id`, sent at `priority`. */
-  constructor(core: SessionCore, id: bigint, priority: number) {
+  /** Streams for subscription `id`; `latest` names the track's newest group. */
+  constructor(
+    core: SessionCore,
+    id: bigint,
+    delivery: Delivery,
+    latest: () => number | undefined,
+    clock: () => number = Date.now,
+  ) {
     this.#core = core;
     this.#id = id;
     this.#max = Math.max(1, core.options.maxGroupsInFlight ?? 16);
     this.#turns = core.options.deliveryTurns;
-    this.#order = { sendOrder: priority };
+    this.delivery = delivery;
+    this.#latest = latest;
+    this.#clock = clock;
   }
 
-  /** The send order of streams started from now on. */
-  set priority(priority: number) {
-    this.#order = { sendOrder: priority };
+  /** True when `group` outlived the max latency and is not the track's latest. */
+  expired(group: CachedGroup): boolean {
+    const max = this.delivery.maxLatency;
+    if (max <= 0 || this.#clock() - group.writtenAt <= max) return false;
+    const latest = this.#latest();
+    return latest !== undefined && group.sequence < latest;
   }
 
-  readonly #sent = (): void => {
+  // A stream stopped taking a slot: it ended, or waits for frames not written yet.
+  #freeSlot(): void {
     this.#inflight--;
     const free = this.#slotFree;
     this.#slotFree = undefined;
     free?.();
+  }
+
+  readonly #sent = (send: GroupSend): void => {
+    this.#sending.delete(send);
+    this.#following.delete(send);
+    if (--this.#open === 0) this.#drained?.();
   };
 
   /**
@@ -55,7 +95,13 @@ export class GroupStreams {
 
   /** Resolves once every stream started is finished or failed. */
   async drained(): Promise<void> {
-    while (this.#inflight > 0) await this.#slot();
+    while (this.#open > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
+  }
+
+  /** Stops the expiry timer (the subscription ended). */
+  dispose(): void {
+    if (this.#expiry !== undefined) clearTimeout(this.#expiry);
+    this.#expiry = undefined;
   }
 
   // Waits for `turn` (already asked for), or else for a slot and then a turn.
@@ -76,32 +122,52 @@ export class GroupStreams {
 
   #start(group: CachedGroup): void {
     this.#inflight++;
-    void sendGroup(this.#core, this.#id, group, this.#order, this.#sent);
+    const send = new GroupSend(this.#core, this.#id, group);
+    const order = sendOrder(this.delivery.priority);
+    if (this.delivery.maxLatency > 0) {
+      this.#sending.add(send);
+      this.#armExpiry();
+    }
+    this.#newestFirst(group);
+    if (!group.complete) this.#following.add(send);
+    this.#open++;
+    void send.run(order === 0 ? NO_ORDER : { sendOrder: order }, () => this.#freeSlot())
+      .then(() => this.#sent(send));
   }
+
+  // Newest first (unless ordered): a group still arriving yields to a newer one of the
+  // subscription. Groups sent whole keep their arrival order, as a burst is best sent.
+  #newestFirst(group: CachedGroup): void {
+    if (this.delivery.ordered || this.#following.size === 0) return;
+    const yielding = yieldingOrder(this.delivery.priority);
+    for (const send of this.#following) {
+      if (send.group.sequence < group.sequence) send.reorder(yielding);
+    }
+  }
+
+  // One timer per subscription, at the earliest time a stream being sent can expire.
+  #armExpiry(): void {
+    if (this.#expiry !== undefined) return;
+    let earliest = Infinity;
+    for (const send of this.#sending) earliest = Math.min(earliest, send.group.writtenAt);
+    if (earliest === Infinity) return;
+    const wait = Math.max(10, earliest + this.delivery.maxLatency - this.#clock() + 1);
+    this.#expiry = setTimeout(this.#expire, wait);
+  }
+
+  readonly #expire = (): void => {
+    this.#expiry = undefined;
+    for (const send of this.#sending) {
+      if (!this.expired(send.group)) continue;
+      this.#sending.delete(send);
+      this.#core.stats.groupsExpired++;
+      send.abort();
+    }
+    // A stream too old but still the latest group is checked again later.
+    if (this.#sending.size > 0) {
+      this.#expiry = setTimeout(this.#expire, Math.max(10, this.delivery.maxLatency / 4));
+    }
+  };
 }
 
-// Never rejects: a failed group stream is logged and counted as not sent.
-// `done` runs once the stream is finished or failed.
-async function sendGroup(
-  core: SessionCore,
-  id: bigint,
-  group: CachedGroup,
-  order: StreamOptions,
-  done: () => void,
-): Promise<void> {
-  try {
-    const stream = await core.transport.openUni(order);
-    const bytes = group.stream(core.version, id);
-    const writer = stream.writable.getWriter();
-    // One write and the FIN queued together; close settles after the write.
-    const written = writer.write(bytes);
-    written.catch(() => {}); // reported through close
-    await writer.close();
-    core.stats.bytesSent += bytes.length;
-    core.stats.groupsSent++;
-  } catch (err) {
-    if (!core.isClosed) core.log("group-send", `group stream failed: ${errorText(err)}`);
-  } finally {
-    done();
-  }
-}
+const NO_ORDER: StreamOptions = {};

@@ -1,9 +1,21 @@
 /** The consuming side's group streams: frames read within the session's size budgets. */
 import { checkTimestamp, decodeGroupHeader, MAX_CONTROL_MESSAGE } from "../codec/mod.ts";
 import { DecodeError, type StreamReader, zigzagDecode } from "../../wire/mod.ts";
+import { LiveFrames } from "../track/mod.ts";
 import type { SessionCore } from "./core.ts";
+import type { Subscription } from "./subscription.ts";
+import { afterTurn } from "../../timers/mod.ts";
 
-/** Reads one group stream (after its type) into the subscription it belongs to. */
+// Resolves (to undefined) once the current event-loop turn is over.
+function turnOver(): Promise<undefined> {
+  return new Promise((resolve) => afterTurn(() => resolve(undefined)));
+}
+
+/**
+ * Reads one group stream (after its type) into the subscription it belongs
+ * to: whole, or (a `partial` subscription) handed over at its first frame and
+ * followed frame by frame, reset when the stream fails.
+ */
 export async function receiveGroup(core: SessionCore, r: StreamReader): Promise<void> {
   const header = decodeGroupHeader(await r.message("GROUP", MAX_CONTROL_MESSAGE));
   const sub = core.subs.get(header.subscribeId);
@@ -15,40 +27,113 @@ export async function receiveGroup(core: SessionCore, r: StreamReader): Promise<
     return;
   }
   sub._receiving(1);
-  let total = 0;
+  const reading = new GroupReading(core, sub, header.sequence);
   try {
-    const maxFrame = core.options.maxFrameSize ?? 16 << 20;
-    const maxGroup = core.options.maxGroupSize ?? 64 << 20;
+    await reading.run(r);
+  } catch (err) {
+    if (reading.live) {
+      reading.live.reset();
+      sub._abandoned(header.sequence);
+    }
+    throw err;
+  } finally {
+    core.buffered -= reading.total;
+    sub._receiving(-1);
+    sub._maybeFinish(250);
+  }
+}
+
+/** One group stream being read: its frames, within the budgets, and where they go. */
+class GroupReading {
+  readonly #core: SessionCore;
+  readonly #sub: Subscription;
+  readonly #sequence: number;
+  readonly #maxFrame: number;
+  readonly #maxGroup: number;
+  readonly #maxBuffered: number;
+  /** The group handed over before its end (partial subscriptions). */
+  live: LiveFrames | undefined;
+  /** Payload bytes read so far (held against the session's budget). */
+  total = 0;
+
+  constructor(core: SessionCore, sub: Subscription, sequence: number) {
+    this.#core = core;
+    this.#sub = sub;
+    this.#sequence = sequence;
+    this.#maxFrame = core.options.maxFrameSize ?? 16 << 20;
+    this.#maxGroup = core.options.maxGroupSize ?? 64 << 20;
+    this.#maxBuffered = core.options.maxBufferedBytes ?? 128 << 20;
+  }
+
+  async run(r: StreamReader): Promise<void> {
+    const core = this.#core;
     const frames: Uint8Array[] = [];
+    const stamps: bigint[] = [];
     let ts = 0n;
     let first: bigint | undefined;
-    while (!(await r.done())) {
+    // The end-of-stream check still pending from a hand-over decision.
+    let pending: Promise<boolean> | undefined;
+    for (;;) {
+      const done = pending ?? r.done();
+      pending = undefined;
+      if (await done) break;
       if (core.version === "moq-lite-05") {
         ts = checkTimestamp(ts + zigzagDecode(await r.u62("timestamp delta")));
         first ??= ts;
       }
-      const size = await r.u53("frame size");
-      if (size > maxFrame || total + size > maxGroup) {
-        throw new DecodeError("too-large", `Cannot read frame of ${size} bytes: over the limit`);
+      const frame = await r.bytes(this.#admit(await r.u53("frame size")), "frame");
+      if (this.live) {
+        this.live.push(frame, ts);
+        continue;
       }
-      // All partially received groups of the session share one budget, so a
-      // peer cannot make us hold many large half-sent groups at once.
-      if (core.buffered + size > (core.options.maxBufferedBytes ?? 128 << 20)) {
-        throw new DecodeError("too-large", "Cannot buffer more partially received groups");
-      }
-      total += size;
-      core.buffered += size;
-      frames.push(await r.bytes(size, "frame"));
+      frames.push(frame);
+      stamps.push(ts);
+      if (!this.#sub.partial || r.buffered > 0) continue;
+      // Nothing more is here yet: a group whose end comes within this turn still goes
+      // whole (one-frame groups mostly do), else it goes on now and frames follow.
+      pending = r.done();
+      if (await Promise.race([pending, turnOver()]) !== undefined) continue;
+      this.#handOver(frames, stamps);
     }
-    core.deliver(sub, {
-      sequence: header.sequence,
-      frames,
-      timestamp: Number(first ?? 0n),
-      exactTimestamp: first ?? 0n,
+    if (this.live) return this.live.finish();
+    this.#deliver(frames, first ?? 0n);
+  }
+
+  // Checks a frame's size against the frame, group and session budgets, and counts it.
+  #admit(size: number): number {
+    if (size > this.#maxFrame || this.total + size > this.#maxGroup) {
+      throw new DecodeError("too-large", `Cannot read frame of ${size} bytes: over the limit`);
+    }
+    // All partially received groups of the session share one budget, so a
+    // peer cannot make us hold many large half-sent groups at once.
+    if (this.#core.buffered + size > this.#maxBuffered) {
+      throw new DecodeError("too-large", "Cannot buffer more partially received groups");
+    }
+    this.total += size;
+    this.#core.buffered += size;
+    return size;
+  }
+
+  // A partial subscription's group, its frames so far: the group goes on at once.
+  #handOver(frames: Uint8Array[], stamps: bigint[]): void {
+    const timestamp = stamps[0] ?? 0n;
+    const live = this.live = new LiveFrames(timestamp);
+    frames.forEach((frame, i) => live.push(frame, stamps[i]));
+    this.#core.deliver(this.#sub, {
+      sequence: this.#sequence,
+      frames: live.frames,
+      timestamp: Number(timestamp),
+      exactTimestamp: timestamp,
+      live,
     });
-  } finally {
-    core.buffered -= total;
-    sub._receiving(-1);
-    sub._maybeFinish(250);
+  }
+
+  #deliver(frames: Uint8Array[], timestamp: bigint): void {
+    this.#core.deliver(this.#sub, {
+      sequence: this.#sequence,
+      frames,
+      timestamp: Number(timestamp),
+      exactTimestamp: timestamp,
+    });
   }
 }

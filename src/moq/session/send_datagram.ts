@@ -41,7 +41,7 @@ export async function sendDatagram(
 ): Promise<boolean> {
   const frames = group.frames;
   const limit = Math.min(MAX_DATAGRAM_BODY, core.transport.maxDatagramSize ?? 0);
-  if (frames.length === 1 && frames[0]!.length < limit) {
+  if (group.complete && frames.length === 1 && frames[0]!.length < limit) {
     const body = encodeDatagram({
       subscribeId: id,
       sequence: group.sequence,

@@ -7,7 +7,7 @@ import {
 } from "../codec/mod.ts";
 import { normalizePath } from "../../path/mod.ts";
 import type { Sender } from "../sender.ts";
-import { TrackProducer } from "../track/mod.ts";
+import { type CachedGroup, TrackProducer } from "../track/mod.ts";
 import type { StreamReader } from "../../wire/mod.ts";
 import { errorText } from "../../error_text/mod.ts";
 import { StreamError } from "../../transport/mod.ts";
@@ -93,6 +93,25 @@ export async function serveFetch(core: SessionCore, r: StreamReader, w: Sender):
     w.abort(refusalReason(decision === "unauthorized" ? decision : "not-found"));
     return;
   }
-  await w.write(group.encoded(core.version));
+  await writeFetched(core, w, group);
+}
+
+// A complete group in one write; one still arriving as its frames so far, then each as it
+// comes (reset if its publisher abandons it).
+async function writeFetched(core: SessionCore, w: Sender, group: CachedGroup): Promise<void> {
+  if (group.complete) await w.write(group.encoded(core.version));
+  let sent = 0;
+  for (let live = group.live; live; live = group.live) {
+    if (live.state === "reset") return w.abort(refusalReason("not-found"));
+    const count = group.frames.length;
+    if (count > sent) {
+      const bytes = group.encodedFrom(core.version, sent);
+      sent = count;
+      await w.write(bytes);
+    } else await live.changed();
+  }
+  if (sent > 0 && sent < group.frames.length) {
+    await w.write(group.encodedFrom(core.version, sent));
+  }
   await w.close();
 }

@@ -16,7 +16,7 @@ import type { SessionCore } from "./core.ts";
 import { DeliveryGaps } from "./delivery_gaps.ts";
 import { LATE_GROUP_WAIT_MS } from "./subscription.ts";
 import { decide, refuse } from "./serve_request.ts";
-import { GroupStreams } from "./group_streams.ts";
+import { type Delivery, GroupStreams } from "./group_streams.ts";
 import { DATAGRAM_TAIL_MS, datagramsWanted, sendDatagram } from "./send_datagram.ts";
 import { LoopWake } from "./loop_wake.ts";
 
@@ -111,7 +111,7 @@ class ServedSubscription {
     this.#halt.signal.addEventListener("abort", this.#wake.wake, { once: true });
     this.#cursor = producer.cursor(m.start, core.options.maxGroupQueue ?? 16);
     this.#gaps = new DeliveryGaps(core.options.lateGroupWaitMs ?? LATE_GROUP_WAIT_MS);
-    this.#streams = new GroupStreams(core, m.id, m.priority);
+    this.#streams = new GroupStreams(core, m.id, delivery(m, producer), () => producer.latest);
   }
 
   /** Ends the serving loop (the peer is done, or the session ended). */
@@ -120,7 +120,7 @@ class ServedSubscription {
   /** Takes the subscriber's new range and priority. */
   update(u: SubscribeUpdate): void {
     this.#end = u.end;
-    this.#streams.priority = u.priority;
+    Object.assign(this.#streams.delivery, delivery({ ...u, start: this.#start }, this.#producer));
     this.#wake.wake();
   }
 
@@ -136,6 +136,7 @@ class ServedSubscription {
   /** Releases the cursor, the timer and the session listener. */
   close(): void {
     this.#wake.dispose();
+    this.#streams.dispose();
     this.#cursor.close();
     this.#core.abort.signal.removeEventListener("abort", this.stop);
     this.#core.stats.subscriptionsClosed++;
@@ -176,6 +177,7 @@ class ServedSubscription {
         if (this.#v05) await this.#writeStart(group.sequence);
         this.#started = true;
       }
+      if (!this.#sendable(group)) continue;
       gaps.sent(group.sequence);
       if (this.#datagrams && await this.#sendDatagram(group)) continue;
       // A newer group on a stream shows the subscriber any datagram lost before it.
@@ -184,6 +186,16 @@ class ServedSubscription {
       const waited = this.#streams.send(group);
       if (waited) await waited;
     }
+  }
+
+  // A group abandoned by its publisher, or past the max latency, is not started (and
+  // counts as skipped: on lite-05 its gap becomes a drop after the usual wait).
+  #sendable(group: CachedGroup): boolean {
+    const expired = this.#streams.expired(group);
+    if (!expired && group.live?.state !== "reset") return true;
+    if (expired) this.#core.stats.groupsExpired++;
+    this.#core.stats.groupsSkipped++;
+    return false;
   }
 
   // Nothing to send now: finished (true), stopped (false), or waits for a wake (undefined).
@@ -256,4 +268,22 @@ class ServedSubscription {
       encodeSubscribeResponse({ kind: "end", group: this.#gaps.highest + 1 }, this.#core.version),
     );
   }
+}
+
+/**
+ * A subscription's ordering and expiry: the subscriber's own, else the
+ * track's. The track's max latency applies only to a live subscription (no
+ * start group): one that asked for older groups wants them, however old.
+ */
+function delivery(
+  m: Pick<Subscribe, "priority" | "ordered" | "maxLatency" | "start">,
+  producer: TrackProducer,
+): Delivery {
+  const info = producer.info;
+  const trackLatency = m.start === undefined ? info.maxLatency : 0;
+  return {
+    priority: m.priority,
+    ordered: m.ordered || info.ordered,
+    maxLatency: m.maxLatency > 0 ? m.maxLatency : trackLatency,
+  };
 }

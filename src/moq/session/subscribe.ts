@@ -29,6 +29,7 @@ export function subscribe(
   const id = core.nextSubscribeId++;
   const limit = options.queueLimit ?? core.options.maxGroupQueue ?? 64;
   const sub = new Subscription(normalizePath(path), track, id, limit);
+  sub.partial = options.partial ?? false;
   if (core.isClosed) {
     sub._end(new MoqError("closed", "Session closed"));
     return sub;
@@ -96,8 +97,8 @@ async function sendSubscribe(
 ): Promise<void> {
   sub._current = {
     priority: options.priority ?? 0,
-    ordered: false,
-    maxLatency: 0,
+    ordered: options.ordered ?? false,
+    maxLatency: options.maxLatency ?? 0,
     start: options.start,
     end: options.end,
   };

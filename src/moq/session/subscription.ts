@@ -33,6 +33,8 @@ export class Subscription implements AsyncIterable<ReceivedGroup> {
   info: TrackInfo | undefined;
   /** Groups dropped because we did not keep up. */
   skipped = 0;
+  /** Groups are delivered at their first frame (see `SubscribeOptions.partial`). */
+  partial = false;
   /** @internal */
   readonly _queue: AsyncQueue<ReceivedGroup>;
   /** @internal */
@@ -143,6 +145,14 @@ export class Subscription implements AsyncIterable<ReceivedGroup> {
     }
     this._queue.push(group);
     return true;
+  }
+
+  /**
+   * @internal A group handed over at its first frame was reset: the same
+   * sequence is taken again if another copy comes (a new upstream's).
+   */
+  _abandoned(sequence: number): void {
+    this.#seen.forget(sequence);
   }
 
   /** @internal Ends iteration (cleanly, or with an error). */

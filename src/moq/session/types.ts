@@ -1,5 +1,5 @@
 /** The public shapes of a moq-lite session's options, requests and received groups. */
-import type { TrackProducer } from "../track/mod.ts";
+import type { LiveFrames, TrackProducer } from "../track/mod.ts";
 import type { DeliveryTurns } from "./delivery_turns.ts";
 import type { Announcer } from "../announcer.ts";
 import type { MoqSession } from "./moq_session.ts";
@@ -103,6 +103,12 @@ export type AdmitDecision = boolean | SessionPolicy;
 
 /** A group received from the peer. */
 export interface ReceivedGroup {
+  /**
+   * With {@linkcode SubscribeOptions.partial}: the group while it is still
+   * arriving (`frames` is then the frames so far); undefined for a group
+   * delivered complete.
+   */
+  readonly live?: LiveFrames;
   /** Absolute group sequence. */
   readonly sequence: number;
   /** The frames, in order. */
@@ -124,6 +130,19 @@ export interface SubscribeOptions {
   readonly priority?: number;
   /** First group wanted (default: latest). */
   readonly start?: number;
+  /** Oldest group first when the link is congested (default false: newest first). */
+  readonly ordered?: boolean;
+  /**
+   * Groups older than this many ms (and not the latest) are not sent, or
+   * reset when already sent (default 0: the publisher's).
+   */
+  readonly maxLatency?: number;
+  /**
+   * Deliver each group as soon as its first frame arrives (cut-through):
+   * the group's {@linkcode ReceivedGroup.live} then follows the rest, and
+   * ends "done" or "reset" (default false: groups are delivered complete).
+   */
+  readonly partial?: boolean;
   /** Last group wanted, inclusive (default: unbounded). */
   readonly end?: number;
   /**

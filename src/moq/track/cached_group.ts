@@ -1,10 +1,15 @@
 import { encodeFrames, encodeGroupStreamHeader, type Version } from "../codec/mod.ts";
+import { LiveFrames } from "./live_frames.ts";
 
-/** A group's frames, or a function that makes them the first time they are read. */
+/**
+ * A group's frames, a function that makes them the first time they are read,
+ * or the frames of a group still arriving ({@linkcode LiveFrames}).
+ */
 export type GroupFrames =
   | Uint8Array
   | readonly Uint8Array[]
-  | (() => Uint8Array | readonly Uint8Array[]);
+  | (() => Uint8Array | readonly Uint8Array[])
+  | LiveFrames;
 
 /** One group held by a producer; its frame bytes are encoded once per version. */
 export class CachedGroup {
@@ -19,6 +24,8 @@ export class CachedGroup {
   /** When the producer took the group, ms on its clock. */
   readonly writtenAt: number;
   #frames: GroupFrames;
+  // Set while the group may still be growing; dropped once it is done.
+  #live: LiveFrames | undefined;
   #v04: Uint8Array<ArrayBuffer> | undefined;
   #v05: Uint8Array<ArrayBuffer> | undefined;
   #size = -1;
@@ -38,6 +45,7 @@ export class CachedGroup {
   ) {
     this.sequence = sequence;
     this.#frames = frames;
+    if (frames instanceof LiveFrames) this.#live = frames;
     this.exactTimestamp = BigInt(timestamp);
     this.timestamp = Number(timestamp);
     this.index = index;
@@ -50,13 +58,33 @@ export class CachedGroup {
    */
   replaceFrames(frames: GroupFrames): void {
     this.#frames = frames;
+    this.#live = frames instanceof LiveFrames ? frames : undefined;
     this.#v04 = this.#v05 = this.#stream = undefined;
     this.#size = -1;
   }
 
-  /** The frames. */
+  /**
+   * The frames still arriving, while the group is open or was reset;
+   * undefined for a complete group.
+   */
+  get live(): LiveFrames | undefined {
+    const live = this.#live;
+    if (live?.state === "done") {
+      this.#live = undefined;
+      return undefined;
+    }
+    return live;
+  }
+
+  /** True once every frame is in (always, for a group written whole). */
+  get complete(): boolean {
+    return this.live === undefined;
+  }
+
+  /** The frames (so far, while the group is still arriving). */
   get frames(): readonly Uint8Array[] {
     let frames = this.#frames;
+    if (frames instanceof LiveFrames) return frames.frames;
     if (typeof frames === "function") frames = frames();
     if (frames instanceof Uint8Array) frames = [frames];
     this.#frames = frames;
@@ -65,6 +93,8 @@ export class CachedGroup {
 
   /** Total payload bytes. */
   get size(): number {
+    const live = this.live;
+    if (live) return live.bytes;
     if (this.#size < 0) {
       let n = 0;
       for (const f of this.frames) n += f.length;
@@ -79,6 +109,12 @@ export class CachedGroup {
    * listener mostly use the same id, so every one of them sends the same bytes.
    */
   stream(version: Version, subscribeId: bigint): Uint8Array<ArrayBuffer> {
+    if (this.live) {
+      return this.#concat(
+        encodeGroupStreamHeader({ subscribeId, sequence: this.sequence }),
+        this.encoded(version),
+      );
+    }
     const kept = this.#stream;
     if (kept && kept.id === subscribeId && kept.version === version) return kept.bytes;
     const header = encodeGroupStreamHeader({ subscribeId, sequence: this.sequence });
@@ -90,11 +126,40 @@ export class CachedGroup {
     return bytes;
   }
 
-  /** The frame bytes as they follow a GROUP header (or answer a FETCH) in `version`. */
+  /**
+   * The frame bytes as they follow a GROUP header (or answer a FETCH) in
+   * `version`: of the frames so far while the group is still arriving.
+   */
   encoded(version: Version): Uint8Array<ArrayBuffer> {
+    if (this.live) return this.encodedFrom(version, 0);
     if (version === "moq-lite-05") {
-      return this.#v05 ??= encodeFrames(this.frames, version, this.exactTimestamp);
+      return this.#v05 ??= encodeFrames(this.frames, version, this.exactTimestamp, this.#stamps());
     }
     return this.#v04 ??= encodeFrames(this.frames, version);
+  }
+
+  /**
+   * Frames `from` to the latest, as they continue a group stream whose
+   * earlier frames were sent (lite-05 timestamp deltas run on from frame
+   * `from - 1`).
+   */
+  encodedFrom(version: Version, from: number): Uint8Array<ArrayBuffer> {
+    const frames = this.frames.slice(from);
+    if (version !== "moq-lite-05") return encodeFrames(frames, version);
+    const stamps = this.#stamps()?.slice(from);
+    const previous = from === 0 ? 0n : this.#stamps()?.[from - 1] ?? this.exactTimestamp;
+    return encodeFrames(frames, version, this.exactTimestamp, stamps, previous);
+  }
+
+  // Per-frame timestamps, for a group that arrived frame by frame.
+  #stamps(): readonly bigint[] | undefined {
+    return this.#frames instanceof LiveFrames ? this.#frames.timestamps : undefined;
+  }
+
+  #concat(a: Uint8Array, b: Uint8Array): Uint8Array<ArrayBuffer> {
+    const bytes = new Uint8Array(a.length + b.length);
+    bytes.set(a);
+    bytes.set(b, a.length);
+    return bytes;
   }
 }

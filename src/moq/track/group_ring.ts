@@ -63,9 +63,9 @@ export class GroupRing {
     return group !== undefined && this.#young(group, this.#clock());
   }
 
-  /** A held group by sequence. */
+  /** A held group by sequence (the latest arrival of it: an abandoned one may come again). */
   find(sequence: number): CachedGroup | undefined {
-    return this.#groups.find((g) => g.sequence === sequence);
+    return this.#groups.findLast((g) => g.sequence === sequence);
   }
 
   /** The held groups from sequence `floor` on, in sequence order. */

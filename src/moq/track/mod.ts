@@ -7,6 +7,7 @@
  */
 export { CachedGroup, type GroupFrames } from "./cached_group.ts";
 export { MAX_BURST_GROUPS } from "./group_ring.ts";
+export { LiveFrames, type LiveState } from "./live_frames.ts";
 export { TrackCursor, type TrackObserver } from "./track_cursor.ts";
 export {
   type FetchedGroup,

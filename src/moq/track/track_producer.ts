@@ -170,7 +170,8 @@ export class TrackProducer {
     // Checked before anything changes, so a refused write leaves its sequence free.
     const given = options.timestamp === undefined ? undefined : checkedTimestamp(options.timestamp);
     const late = sequence < this.#seen.highest;
-    if (!this.#seen.add(sequence)) {
+    // A group abandoned mid-way (reset) may come again whole, from another upstream.
+    if (!this.#seen.add(sequence) && this.#ring.find(sequence)?.live?.state !== "reset") {
       this.#stale++;
       return false;
     }

@@ -1,11 +1,17 @@
 import { errorText } from "../../error_text/mod.ts";
-import { type GroupFetcher, type TrackInfo, TrackProducer } from "../../moq/mod.ts";
+import {
+  type GroupFetcher,
+  type LiveFrames,
+  type TrackInfo,
+  TrackProducer,
+} from "../../moq/mod.ts";
 import type { RelayMetrics } from "../metrics/mod.ts";
 import { activeTracer, recordAttributes, SpanKind } from "../../tracing/mod.ts";
 import { GapRepair } from "./gap_repair.ts";
 import type { RouteSource } from "./route_table.ts";
 import {
   closeQuietly,
+  ended,
   releaseWhenAnswered,
   stamped,
   type UpstreamTrack,
@@ -274,13 +280,14 @@ export class TrackDistributor {
       countOverflows();
       let bytes = 0;
       for (const f of group.frames) bytes += f.byteLength;
-      m.ingressBytesTotal.inc(this.#trackLabel, bytes);
-      this.#opts.onBytes?.(feed.source, bytes);
+      this.#countBytes(feed, bytes);
+      if (group.live) void this.#countRest(feed, group.live, bytes);
       // A late group (retransmitted after newer ones) is taken too; a duplicate is refused,
       // which is also what keeps the old and the new upstream of a switch from doubling up.
+      // A group still arriving goes to subscribers at once and grows in the ring.
       this.producer.writeGroup(
         group.sequence,
-        group.frames,
+        group.live ?? group.frames,
         stamped(group.exactTimestamp ?? group.timestamp),
       );
       // After a switch, what the old route did not deliver will not come late from it.
@@ -294,6 +301,17 @@ export class TrackDistributor {
       span?.end();
     }
     countOverflows();
+  }
+
+  #countBytes(feed: Feed, bytes: number): void {
+    this.#opts.metrics.ingressBytesTotal.inc(this.#trackLabel, bytes);
+    this.#opts.onBytes?.(feed.source, bytes);
+  }
+
+  // The frames of a cut-through group after its first, counted once it ended.
+  async #countRest(feed: Feed, live: LiveFrames, counted: number): Promise<void> {
+    await ended(live);
+    if (live.bytes > counted) this.#countBytes(feed, live.bytes - counted);
   }
 
   // Nobody is left to serve: release the upstream subscription after a grace period.

@@ -1,7 +1,9 @@
-import type { TrackInfo, WriteGroupOptions } from "../../moq/mod.ts";
+import type { LiveFrames, TrackInfo, WriteGroupOptions } from "../../moq/mod.ts";
 
-/** A complete group received from upstream. */
+/** A group received from upstream: complete, or at its first frame with the rest to follow. */
 export interface IncomingGroup {
+  /** The group while it is still arriving (cut-through); `frames` are then the frames so far. */
+  readonly live?: LiveFrames;
   /** The publisher's group sequence. */
   readonly sequence: number;
   /** The group's frames, in order. */
@@ -14,7 +16,7 @@ export interface IncomingGroup {
 
 /** The relay's one upstream subscription for a track. */
 export interface UpstreamTrack {
-  /** Complete groups as they arrive; ends when the track or the publisher ends. */
+  /** Groups as they start arriving; ends when the track or the publisher ends. */
   readonly groups: AsyncIterable<IncomingGroup>;
   /** Cancels the upstream subscription. */
   close(): void;
@@ -70,4 +72,9 @@ export function releaseWhenAnswered(
     closeQuietly(old);
   };
   answered.then(close, close);
+}
+
+/** Resolves once a group still arriving has ended (finished or reset). */
+export async function ended(live: LiveFrames): Promise<void> {
+  while (live.state === "open") await live.changed();
 }

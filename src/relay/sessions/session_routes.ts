@@ -83,8 +83,10 @@ async function upstream(
 ): Promise<UpstreamTrack> {
   // The distributor takes every group at once, so this queue only ever holds one
   // burst (groups retransmitted on a lossy link land together); never drop from it.
+  // Each group is handed over at its first frame and followed frame by frame (cut-through).
   const sub = moq.subscribe(path, track, {
     queueLimit: UPSTREAM_QUEUE_LIMIT,
+    partial: true,
     ...(start === undefined ? {} : { start }),
   });
   try {

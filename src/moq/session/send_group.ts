@@ -1,0 +1,135 @@
+/** One group's stream to a subscriber: the whole group at once, or frame by frame while it arrives. */
+import type { StreamOptions } from "../../transport/mod.ts";
+import type { CachedGroup, LiveFrames } from "../track/mod.ts";
+import { errorText } from "../../error_text/mod.ts";
+import type { SessionCore } from "./core.ts";
+
+/**
+ * Sends one group on its own uni stream. A complete group goes as one write
+ * and the FIN. A group still arriving (cut-through) goes as its frames so
+ * far, then each frame as it comes, and the FIN once its publisher finished
+ * it; a group its publisher abandoned is reset here too, as is one
+ * {@linkcode GroupSend.abort}ed (expired).
+ */
+export class GroupSend {
+  /** The group being sent. */
+  readonly group: CachedGroup;
+  readonly #core: SessionCore;
+  readonly #id: bigint;
+  #writer: WritableStreamDefaultWriter<Uint8Array> | undefined;
+  #setOrder: ((order: number) => void) | undefined;
+  #order: number | undefined;
+  #aborted = false;
+  #wakeAbort: (() => void) | undefined;
+
+  /** A send of `group` for subscription `id`; {@linkcode run} starts it. */
+  constructor(core: SessionCore, id: bigint, group: CachedGroup) {
+    this.#core = core;
+    this.#id = id;
+    this.group = group;
+  }
+
+  /** Changes the stream's send order (at once, or once it is open). */
+  reorder(order: number): void {
+    this.#order = order;
+    this.#setOrder?.(order);
+  }
+
+  /** Resets the stream (or never opens it); idempotent. */
+  abort(): void {
+    if (this.#aborted) return;
+    this.#aborted = true;
+    this.#core.stats.groupsReset++;
+    this.#writer?.abort().catch(() => {});
+    this.#wakeAbort?.();
+  }
+
+  /**
+   * Sends the group; never rejects (a failed stream is logged and counted as
+   * not sent). `release` runs once: when the stream ended, or earlier when
+   * it has sent every frame so far and only waits for the next (a slot of
+   * the subscription's streams in flight is not held by a group being written).
+   */
+  async run(order: StreamOptions, release: () => void): Promise<void> {
+    this.#release = release;
+    try {
+      await this.#run(order);
+    } finally {
+      this.#released();
+    }
+  }
+
+  #release: (() => void) | undefined;
+
+  #released(): void {
+    const release = this.#release;
+    this.#release = undefined;
+    release?.();
+  }
+
+  async #run(order: StreamOptions): Promise<void> {
+    const core = this.#core;
+    try {
+      const stream = await core.transport.openUni(order);
+      this.#setOrder = stream.setSendOrder;
+      if (this.#order !== undefined) stream.setSendOrder?.(this.#order);
+      const writer = this.#writer = stream.writable.getWriter();
+      if (this.#aborted) {
+        writer.abort().catch(() => {});
+        return;
+      }
+      if (this.group.complete) await this.#whole(writer);
+      else await this.#follow(writer);
+    } catch (err) {
+      if (!core.isClosed && !this.#aborted) {
+        core.log("group-send", `group stream failed: ${errorText(err)}`);
+      }
+    }
+  }
+
+  async #whole(writer: WritableStreamDefaultWriter<Uint8Array>): Promise<void> {
+    const core = this.#core;
+    const bytes = this.group.stream(core.version, this.#id);
+    // One write and the FIN queued together; close settles after the write.
+    const written = writer.write(bytes);
+    written.catch(() => {}); // reported through close
+    await writer.close();
+    core.stats.bytesSent += bytes.length;
+    core.stats.groupsSent++;
+  }
+
+  // Frames so far, then each as it arrives, until the group ends.
+  async #follow(writer: WritableStreamDefaultWriter<Uint8Array>): Promise<void> {
+    const core = this.#core;
+    const group = this.group;
+    let sent = 0;
+    for (;;) {
+      const live = group.live; // undefined once every frame is in
+      if (live?.state === "reset") return this.abort();
+      const count = group.frames.length;
+      if (sent === 0 || count > sent) {
+        const bytes = sent === 0
+          ? group.stream(core.version, this.#id)
+          : group.encodedFrom(core.version, sent);
+        sent = count;
+        await writer.write(bytes);
+        core.stats.bytesSent += bytes.length;
+      }
+      if (this.#aborted) return;
+      if (!live) break;
+      if (group.frames.length === sent) {
+        this.#released();
+        await this.#change(live);
+      }
+      if (this.#aborted) return;
+    }
+    await writer.close();
+    core.stats.groupsSent++;
+  }
+
+  // The next frame, end or reset of the group, or this send's abort.
+  #change(live: LiveFrames): Promise<void> {
+    const aborted = new Promise<void>((resolve) => (this.#wakeAbort = resolve));
+    return Promise.race([live.changed(), aborted]);
+  }
+}

@@ -1,0 +1,153 @@
+/**
+ * Cut-through at the session level: groups handed over at their first frame
+ * (`partial`), the size budgets against a publisher that never ends its
+ * groups, and expiry by the subscriber's max latency.
+ */
+import assert from "node:assert/strict";
+import {
+  accept,
+  connect,
+  LiveFrames,
+  type MoqSession,
+  type MoqSessionOptions,
+  type ReceivedGroup,
+  TrackProducer,
+} from "../../src/moq/mod.ts";
+import { quicPair } from "../support/quic_pair.ts";
+import { until } from "../support/wait.ts";
+
+const FRAME = new Uint8Array(400);
+
+interface Pair {
+  publisher: MoqSession;
+  subscriber: MoqSession;
+  stop(): Promise<void>;
+}
+
+// Our publisher serves `producer` as feed/t; our subscriber takes `options` (its budgets).
+async function pair(producer: TrackProducer, options: MoqSessionOptions = {}): Promise<Pair> {
+  const quic = await quicPair("moq-lite-05");
+  const publisherP = accept(quic.server, { serve: () => producer, log: () => {} });
+  const subscriber = await connect(quic.client, { log: () => {}, ...options });
+  const publisher = await publisherP;
+  return {
+    publisher,
+    subscriber,
+    stop: async () => {
+      subscriber.close();
+      publisher.close();
+      await quic.stop();
+    },
+  };
+}
+
+async function next(it: AsyncIterator<ReceivedGroup>): Promise<ReceivedGroup> {
+  const r = await it.next();
+  assert.ok(!r.done, "the subscription ended");
+  return r.value;
+}
+
+async function ended(live: LiveFrames): Promise<void> {
+  while (live.state === "open") await live.changed();
+}
+
+Deno.test("cut-through: a group over the group budget is reset; the subscription goes on", async () => {
+  const producer = new TrackProducer();
+  const p = await pair(producer, { maxGroupSize: 1000 });
+  try {
+    const it = p.subscriber.subscribe("feed", "t", { partial: true })[Symbol.asyncIterator]();
+    producer.writeGroup(1, new Uint8Array(1));
+    assert.equal((await next(it)).sequence, 1);
+    // A publisher that keeps writing one group: past 1000 bytes the subscriber resets it.
+    const hostile = new LiveFrames(0n);
+    hostile.push(FRAME);
+    producer.writeGroup(2, hostile);
+    const got = await next(it);
+    assert.equal(got.sequence, 2);
+    for (let i = 0; i < 5; i++) hostile.push(FRAME);
+    await ended(got.live!);
+    assert.equal(got.live!.state, "reset");
+    assert.ok(got.frames.length <= 2, `held ${got.frames.length} frames`);
+    await until(() => p.subscriber.stats.protocolErrors === 1, "the reset counted");
+    producer.writeGroup(3, new Uint8Array(1));
+    assert.equal((await next(it)).sequence, 3);
+  } finally {
+    await p.stop();
+  }
+});
+
+Deno.test("cut-through: groups left open share the session's budget; the one past it is reset", async () => {
+  const producer = new TrackProducer();
+  const p = await pair(producer, { maxBufferedBytes: 1000 });
+  try {
+    const it = p.subscriber.subscribe("feed", "t", { partial: true })[Symbol.asyncIterator]();
+    producer.writeGroup(1, new Uint8Array(1));
+    assert.equal((await next(it)).sequence, 1);
+    // Groups never finished: 800 bytes, then a second that grows past the 1000 bytes.
+    const open = [new LiveFrames(0n), new LiveFrames(0n)];
+    open[0]!.push(FRAME);
+    producer.writeGroup(2, open[0]!);
+    const first = await next(it);
+    open[0]!.push(FRAME);
+    while (first.frames.length < 2) await first.live!.changed();
+    open[1]!.push(new Uint8Array(100));
+    producer.writeGroup(3, open[1]!);
+    const second = await next(it);
+    open[1]!.push(FRAME);
+    await ended(second.live!);
+    assert.equal(second.live!.state, "reset");
+    assert.equal(first.live!.state, "open");
+    // Once the first ends, its bytes are released and new groups fit again.
+    open[0]!.finish();
+    await ended(first.live!);
+    assert.equal(first.live!.state, "done");
+    producer.writeGroup(4, FRAME);
+    assert.equal((await next(it)).sequence, 4);
+  } finally {
+    await p.stop();
+  }
+});
+
+Deno.test("expiry: groups older than the subscriber's max latency are not started, or are reset", async () => {
+  const producer = new TrackProducer();
+  const p = await pair(producer);
+  try {
+    producer.writeGroup(1, new Uint8Array(1));
+    producer.writeGroup(2, new Uint8Array(1));
+    await new Promise((r) => setTimeout(r, 150));
+    producer.writeGroup(3, new Uint8Array(1));
+    // Asks for everything from group 1 with a 100 ms max latency: 1 and 2 are too old.
+    const sub = p.subscriber.subscribe("feed", "t", { start: 1, maxLatency: 100, partial: true });
+    const it = sub[Symbol.asyncIterator]();
+    assert.equal((await next(it)).sequence, 3);
+    assert.equal(p.publisher.stats.groupsExpired, 2);
+
+    // A group still being sent when it outlives the max latency (a newer one came) is reset.
+    const slow = new LiveFrames(0n);
+    slow.push(new Uint8Array(1));
+    producer.writeGroup(4, slow);
+    const got = await next(it);
+    assert.equal(got.sequence, 4);
+    producer.writeGroup(5, new Uint8Array(1));
+    assert.equal((await next(it)).sequence, 5);
+    await ended(got.live!);
+    assert.equal(p.publisher.stats.groupsExpired, 3);
+  } finally {
+    await p.stop();
+  }
+});
+
+Deno.test("expiry at defaults: a subscription that names its start gets old groups however old", async () => {
+  const producer = new TrackProducer();
+  const p = await pair(producer);
+  try {
+    producer.writeGroup(1, new Uint8Array(1));
+    producer.writeGroup(2, new Uint8Array(1));
+    const it = p.subscriber.subscribe("feed", "t", { start: 1 })[Symbol.asyncIterator]();
+    assert.equal((await next(it)).sequence, 1);
+    assert.equal((await next(it)).sequence, 2);
+    assert.equal(p.publisher.stats.groupsExpired, 0);
+  } finally {
+    await p.stop();
+  }
+});
