@@ -33,21 +33,6 @@ export interface FunnelMetrics {
 
 const P = "sluice_funnel_";
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
-const LATENCY_BUCKETS = [
-  0.0005,
-  0.001,
-  0.0025,
-  0.005,
-  0.01,
-  0.025,
-  0.05,
-  0.1,
-  0.25,
-  0.5,
-  1,
-  2.5,
-  5,
-];
 
 /** Creates the funnel's metrics in a fresh registry. */
 export function createFunnelMetrics(registry: Registry = new Registry()): FunnelMetrics {
@@ -77,7 +62,7 @@ export function createFunnelMetrics(registry: Registry = new Registry()): Funnel
       "commit_latency_seconds",
       "From a POST's arrival to its record being durable, for POSTs that stored a record.",
       [],
-      LATENCY_BUCKETS,
+      DEFAULT_SECONDS_BUCKETS,
     ),
     publishLagSeconds: h(
       "publish_lag_seconds",
