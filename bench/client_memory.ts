@@ -12,13 +12,16 @@ import vm from "node:vm";
 import { openFeed, post, SessionPool } from "../src/client/mod.ts";
 import { ManualClock } from "../tests/support/manual_clock.ts";
 import { startServers } from "../tests/client/_servers.ts";
+import { benchArgs } from "./support/args.ts";
 
 v8.setFlagsFromString("--expose-gc");
 const gc = vm.runInNewContext("gc") as () => void;
 const heap = () => (gc(), gc(), Deno.memoryUsage().heapUsed);
 
-const at = Deno.args.indexOf("--hours");
-const hours = at >= 0 ? Number(Deno.args[at + 1]) : 24;
+const { values } = benchArgs({ hours: { type: "string", default: "24" } }, {
+  usage: "deno run -A bench/client_memory.ts [--hours 24]",
+});
+const hours = Number(values.hours);
 
 await using s = await startServers();
 const track = s.track("memory");

@@ -14,21 +14,22 @@
 //
 // --cli <path to src/cli.ts> runs another checkout's funnel and relay (for before/after).
 // PostgreSQL: SLUICE_BENCH_PG_URL or postgres://postgres@127.0.0.1:5432/test.
-import { parseArgs } from "node:util";
 import postgres from "postgres";
 import { sleep } from "../src/timers/mod.ts";
 import { benchMesh, type BenchRelay } from "./support/relay_processes.ts";
+import { benchArgs } from "./support/args.ts";
 
-const { values, positionals } = parseArgs({
-  args: Deno.args,
+const { values, positionals } = benchArgs({
+  funnels: { type: "string" },
+  rate: { type: "string", default: "120" },
+  seconds: { type: "string" },
+  connections: { type: "string", default: "32" },
+  cli: { type: "string" },
+}, {
   allowPositionals: true,
-  options: {
-    funnels: { type: "string" },
-    rate: { type: "string", default: "120" },
-    seconds: { type: "string" },
-    connections: { type: "string", default: "32" },
-    cli: { type: "string" },
-  },
+  usage:
+    "deno run -A bench/funnel_replicas.ts [scenario|throughput] [--funnels 1,2] [--rate 120] " +
+    "[--seconds S] [--connections 32] [--cli <other checkout>/src/cli.ts]",
 });
 const mode = positionals[0] ?? "scenario";
 const CLI = values.cli ?? new URL("../src/cli.ts", import.meta.url).pathname;
