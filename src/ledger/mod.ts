@@ -30,7 +30,12 @@ export type {
   RedactResult,
   TrackBackend,
 } from "./backend.ts";
-export { CommitFollower, type CommitFollowerOptions, FOLLOW_RETRY_MS } from "./commit_follower.ts";
+export {
+  CommitFollower,
+  type CommitFollowerOptions,
+  FOLLOW_RETRY_MS,
+  type ReadAfter,
+} from "./commit_follower.ts";
 export * from "./entry_stream.ts";
 export * from "./track_ledger.ts";
 export * from "./ledger.ts";
