@@ -1,6 +1,9 @@
 // The child processes the bench spawns (this script again, with a --role): a JSON line
 // protocol on stdout, commands on stdin.
-import { SELF } from "./options.ts";
+
+// Not imported from options.ts: that parses the fanout command line, and other
+// benches (media_latency.ts) spawn their children through this module too.
+const SELF = new URL("../fanout.ts", import.meta.url).pathname;
 
 export interface Child {
   readonly proc: Deno.ChildProcess;
@@ -12,10 +15,11 @@ export interface Child {
 
 export const children = new Set<Child>();
 
-export function spawn(args: string[]): Child {
+/** Starts `script` (by default bench/fanout.ts) with `args` as a child speaking the line protocol. */
+export function spawn(args: string[], script: string = SELF): Child {
   console.error(`  starting ${args.join(" ")}`);
   const proc = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", SELF, ...args],
+    args: ["run", "-A", script, ...args],
     stdin: "piped",
     stdout: "piped",
     stderr: "inherit",

@@ -31,7 +31,7 @@ export const TRACK = "t";
 export const IN_FLIGHT = 16;
 export const size = Number(values.size);
 /** The transports the subscribers dial. */
-export type Transport = "quic" | "webtransport";
+export type { Transport } from "./intercept.ts";
 
 /** What a receivers process reports on "snap". */
 export interface Snap {

@@ -1,25 +1,10 @@
 // Child role "receivers": N sessions counting the group streams they get.
 import { BROADCAST, PROTOCOL, type Snap, TRACK, type Transport, values } from "./options.ts";
 import { connect } from "../../src/moq/mod.ts";
-import { connectQuicSession } from "../../src/transport/mod.ts";
-import type { RecvStream, Session } from "../../src/transport/mod.ts";
-import { connectWebTransport } from "../../src/transport/mod.ts";
 import { decodeVarint } from "../../src/wire/mod.ts";
+import { dial, interceptGroups } from "./intercept.ts";
 
 import { sleep } from "../../src/timers/mod.ts";
-
-async function dial(transport: Transport, port: number, hash: string): Promise<Session> {
-  const bytes = Uint8Array.from(atob(hash), (c) => c.charCodeAt(0));
-  return transport === "quic"
-    ? await connectQuicSession(new URL(`moqt://localhost:${port}/`), {
-      serverCertificateHashes: [{ algorithm: "sha-256", value: bytes }],
-      alpn: [PROTOCOL],
-    })
-    : await connectWebTransport(new URL(`https://localhost:${port}/`), {
-      serverCertificateHashes: [bytes],
-      protocols: [PROTOCOL],
-    });
-}
 
 /**
  * Child: N sessions (raw or moq), each counting the group streams it gets.
@@ -71,65 +56,13 @@ export async function receiversRole(): Promise<void> {
     }
   };
 
-  // Accepts uni streams and reads their type byte: group streams are counted
-  // here (raw and moq alike), the moq SETUP stream goes to the moq session.
-  const intercept = (i: number, session: Session): Session => {
-    const others: RecvStream[] = [];
-    let wake: (() => void) | undefined;
-    let ended = false;
-    const route = async (s: RecvStream): Promise<void> => {
-      const reader = s.readable.getReader({ mode: "byob" });
-      const head = await reader.read(new Uint8Array(1)).catch(() => undefined);
-      const type = head?.value?.[0];
-      if (type === 0) return await count(i, reader);
-      if (type === undefined) return;
-      reader.releaseLock();
-      const rest = s.readable;
-      others.push({
-        readable: new ReadableStream({
-          start(c) {
-            c.enqueue(new Uint8Array([type]));
-          },
-          async pull(c) {
-            const r = rest.getReader();
-            for (;;) {
-              const { value, done } = await r.read();
-              if (done) break;
-              c.enqueue(value);
-            }
-            c.close();
-          },
-        }),
-      });
-      wake?.();
-    };
-    (async () => {
-      for (;;) {
-        const s = await session.acceptUni().catch(() => undefined);
-        if (!s) break;
-        void route(s);
-      }
-      ended = true;
-      wake?.();
-    })();
-    return new Proxy(session, {
-      get(target, prop) {
-        if (prop === "acceptUni") {
-          return async () => {
-            while (others.length === 0 && !ended) await new Promise<void>((r) => (wake = r));
-            return others.shift();
-          };
-        }
-        const v = Reflect.get(target, prop);
-        return typeof v === "function" ? v.bind(target) : v;
-      },
-    });
-  };
-
   const open = async (i: number): Promise<void> => {
     groups[i] = 0;
     highest[i] = 0;
-    const session = intercept(i, await dial(transport, port, values.hash));
+    const session = interceptGroups(
+      await dial(transport, port, values.hash, PROTOCOL),
+      (reader) => count(i, reader),
+    );
     if (!moq) {
       // The raw sender starts on the first bidi stream's byte: on "go" for
       // the steady sessions, at once for the late ones.

@@ -27,8 +27,17 @@ export interface BenchRelay {
 export interface BenchMesh {
   readonly cert: DevCertificate;
   readonly dir: string;
-  /** Starts a relay dialing `peers` (their ports on 127.0.0.1). */
-  relay(name: string, peers?: readonly number[], env?: Record<string, string>): Promise<BenchRelay>;
+  /**
+   * Starts a relay dialing `peers` (their ports on 127.0.0.1); `cli` is the
+   * `src/cli.ts` to run (default this checkout's: another checkout's gives a
+   * before/after in one run).
+   */
+  relay(
+    name: string,
+    peers?: readonly number[],
+    env?: Record<string, string>,
+    cli?: string,
+  ): Promise<BenchRelay>;
   /** Stops every relay and removes the directory. */
   close(): Promise<void>;
 }
@@ -44,10 +53,10 @@ export async function benchMesh(): Promise<BenchMesh> {
   return {
     cert,
     dir,
-    async relay(name, peers = [], env = {}) {
+    async relay(name, peers = [], env = {}, cli = CLI) {
       const port = freeUdpTcpPort();
       const child = new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", CLI, "relay"],
+        args: ["run", "-A", cli, "relay"],
         env: {
           RELAY_ADDR: `127.0.0.1:${port}`,
           CERT_FILE: `${dir}/cert.pem`,
