@@ -33,8 +33,12 @@ export interface RelayConfig {
   readonly authKeysCache: Setting<string | undefined>;
   /** SLUICE_RELAY_TOKEN: bearer token for fetching a remote key set (never displayed). */
   readonly relayToken: Setting<string | undefined>;
-  /** GROUP_CACHE_SIZE: complete groups kept per track. */
+  /** GROUP_CACHE_SIZE: groups kept per track. */
   readonly groupCacheSize: Setting<number>;
+  /** RELAY_CACHE_MS: groups written longer ago than this are dropped from a track's cache; 0 = no age limit. */
+  readonly groupCacheMs: Setting<number>;
+  /** RELAY_CACHE_BYTES: payload bytes one track's cache holds at most. */
+  readonly groupCacheBytes: Setting<number>;
   /** RELAY_PPROF: expose /debug/pprof/*. */
   readonly pprof: Setting<boolean>;
   /** CORS_ALLOWED_ORIGINS: browser origins allowed to open WebTransport and read HTTP; "*" = any. */
@@ -55,6 +59,10 @@ export const RELAY_DEFAULTS = {
   CERT_FILE: "certs/server.crt",
   KEY_FILE: "certs/server.key",
   GROUP_CACHE_SIZE: 8,
+  // Several 2 s GOPs of a media track, and every group of a record track the count keeps.
+  RELAY_CACHE_MS: 10_000,
+  // 8 groups of a 2 s GOP at 16 Mbit/s; one hostile track cannot hold more.
+  RELAY_CACHE_BYTES: 32 * 1024 * 1024,
   RELAY_PPROF: false,
   CORS_ALLOWED_ORIGINS: "*",
   RELAY_DELIVERY_TURN_MS: 5,
@@ -116,6 +124,17 @@ export function loadRelayConfig(env: Env, options: LoadRelayConfigOptions = {}):
       "GROUP_CACHE_SIZE",
       RELAY_DEFAULTS.GROUP_CACHE_SIZE,
       parseIntIn(1, 1024, " number of groups"),
+    ),
+    groupCacheMs: r.setting(
+      "RELAY_CACHE_MS",
+      RELAY_DEFAULTS.RELAY_CACHE_MS,
+      parseIntIn(0, 3_600_000, " ms"),
+      (v) => (v === 0 ? "0 (no age limit)" : `${v} ms`),
+    ),
+    groupCacheBytes: r.setting(
+      "RELAY_CACHE_BYTES",
+      RELAY_DEFAULTS.RELAY_CACHE_BYTES,
+      parseIntIn(65_536, 2 ** 40, " bytes"),
     ),
     pprof: r.setting(
       "RELAY_PPROF",

@@ -111,6 +111,8 @@ export async function runRelay(config: RelayConfig, io: RunRelayIo = {}): Promis
       port: config.addr.value.port,
       tls,
       groupCacheSize: config.groupCacheSize.value,
+      groupCacheMs: config.groupCacheMs.value,
+      groupCacheBytes: config.groupCacheBytes.value,
       pprof: config.pprof.value,
       corsAllowedOrigins: config.corsAllowedOrigins.value,
       datagramTracks: config.datagramTracks.value,

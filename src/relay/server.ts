@@ -1,3 +1,4 @@
+import { RELAY_DEFAULTS } from "../config/mod.ts";
 import { errorStack } from "../error_text/mod.ts";
 import { rateLimitedLog } from "../log/mod.ts";
 import { startMemoryTrimmer } from "../heap/mod.ts";
@@ -37,6 +38,10 @@ export interface RelayOptions {
   readonly tls: { readonly certPem: string; readonly keyPem: string };
   /** GROUP_CACHE_SIZE. */
   readonly groupCacheSize: number;
+  /** RELAY_CACHE_MS (default 10000; 0: no age limit). */
+  readonly groupCacheMs?: number;
+  /** RELAY_CACHE_BYTES (default 32 MiB). */
+  readonly groupCacheBytes?: number;
   /** RELAY_PPROF. */
   readonly pprof: boolean;
   /** CORS_ALLOWED_ORIGINS: browser origins allowed to open WebTransport and WebSocket ("*": any). */
@@ -218,6 +223,8 @@ function routingCore(
   return new RelayCore({
     metrics,
     cacheSize: options.groupCacheSize,
+    cacheMs: options.groupCacheMs ?? RELAY_DEFAULTS.RELAY_CACHE_MS,
+    cacheBytes: options.groupCacheBytes ?? RELAY_DEFAULTS.RELAY_CACHE_BYTES,
     now,
     log,
     ...(options.idleMs !== undefined ? { idleMs: options.idleMs } : {}),

@@ -8,6 +8,8 @@ Deno.test("defaults carry the default source", () => {
   assert.deepEqual(c.addr.value, { hostname: "0.0.0.0", port: 4433 });
   assert.equal(c.addr.source, "default");
   assert.equal(c.groupCacheSize.value, 8);
+  assert.equal(c.groupCacheMs.value, 10_000);
+  assert.equal(c.groupCacheBytes.value, 32 * 1024 * 1024);
   assert.equal(c.pprof.value, false);
   assert.equal(c.corsAllowedOrigins.value, "*");
   assert.equal(c.authKeys.value, undefined);
@@ -20,6 +22,8 @@ Deno.test("environment values are parsed and marked as environment", () => {
   const c = loadRelayConfig({
     RELAY_ADDR: "127.0.0.1:0",
     GROUP_CACHE_SIZE: "3",
+    RELAY_CACHE_MS: "0",
+    RELAY_CACHE_BYTES: "1048576",
     RELAY_PPROF: "1",
     CORS_ALLOWED_ORIGINS: "https://a.example, http://localhost:8080",
     SLUICE_AUTH_KEYS: "/etc/keys.json",
@@ -27,6 +31,8 @@ Deno.test("environment values are parsed and marked as environment", () => {
   assert.deepEqual(c.addr.value, { hostname: "127.0.0.1", port: 0 });
   assert.equal(c.addr.source, "environment");
   assert.equal(c.groupCacheSize.value, 3);
+  assert.equal(c.groupCacheMs.value, 0);
+  assert.equal(c.groupCacheBytes.value, 1048576);
   assert.equal(c.pprof.value, true);
   assert.deepEqual(c.corsAllowedOrigins.value, ["https://a.example", "http://localhost:8080"]);
   assert.equal(c.authKeys.value, "/etc/keys.json");
@@ -42,6 +48,8 @@ Deno.test("invalid values are refused with a message naming the variable", () =>
     ["RELAY_ADDR", ":99999"],
     ["GROUP_CACHE_SIZE", "0"],
     ["GROUP_CACHE_SIZE", "eight"],
+    ["RELAY_CACHE_MS", "-1"],
+    ["RELAY_CACHE_BYTES", "1000"],
     ["RELAY_PPROF", "maybe"],
     ["CORS_ALLOWED_ORIGINS", "a.example"],
     ["RELAY_SEMI_SPACE_MB", "-4"],

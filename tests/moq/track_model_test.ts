@@ -123,8 +123,14 @@ class Model {
     for (const c of cursors) if (seq >= c.floor) c.owed.add(seq);
     for (;;) {
       const held = this.arrivals.length - this.oldest;
-      if (held <= this.cache) break;
-      if (this.young(this.arrivals[this.oldest]!) && held <= this.cache + MAX_BURST_GROUPS) break;
+      const oldest = this.arrivals[this.oldest]!;
+      if (held > this.cache + MAX_BURST_GROUPS) {
+        this.oldest++;
+        continue;
+      }
+      if (held <= this.cache || this.young(oldest)) break;
+      // The newest group by sequence stays, however many late ones arrived after it.
+      if (this.ring().every((a) => a.seq <= oldest.seq)) break;
       this.oldest++;
     }
     return true;

@@ -44,4 +44,5 @@ export const BEYOND_SPEC_METRICS: readonly { name: string; type: string; labels:
   { name: "sluice_relay_datagram_tail_repeats_total", type: "COUNTER", labels: [] },
   { name: "sluice_relay_upstream_queue_overflows_total", type: "COUNTER", labels: [] },
   { name: "sluice_relay_group_repairs_total", type: "COUNTER", labels: [] },
+  { name: "sluice_relay_buffer_bytes", type: "GAUGE", labels: ["track"] },
 ];

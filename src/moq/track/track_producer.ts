@@ -10,6 +10,13 @@ import { type CursorSource, TrackCursor, type TrackObserver } from "./track_curs
 export interface TrackProducerOptions {
   /** How many recent groups to keep for new subscribers and FETCH (default 32). */
   readonly cache?: number;
+  /**
+   * Drop cached groups written longer ago than this many ms (default 0: no
+   * age limit). The group being written and the newest complete one stay.
+   */
+  readonly cacheMs?: number;
+  /** Payload bytes the cache holds at most (default: no limit; the newest group may go over). */
+  readonly cacheBytes?: number;
   /** Publisher priority 0..255 (default 0). */
   readonly priority?: number;
   /** Whether groups should be delivered in order (default false). */
@@ -108,7 +115,10 @@ export class TrackProducer {
     this.#observer = options.observer;
     this.#fetchMissing = options.fetchMissing;
     const burstMs = Math.max(0, options.burstMs ?? 0);
-    this.#ring = new GroupRing(options.cache ?? 32, burstMs, this.#clock);
+    this.#ring = new GroupRing(options.cache ?? 32, burstMs, this.#clock, {
+      maxAgeMs: options.cacheMs ?? 0,
+      maxBytes: options.cacheBytes ?? Infinity,
+    });
     this.#changes = new ChangeNotifier(burstMs > 0);
     this.#source = {
       ring: this.#ring,
@@ -138,6 +148,11 @@ export class TrackProducer {
   /** Groups held now for new subscribers and FETCH. */
   get cached(): number {
     return this.#ring.length;
+  }
+
+  /** Payload bytes held now (counted only when `cacheBytes` is set; else 0). */
+  get cachedBytes(): number {
+    return this.#ring.bytes;
   }
 
   /** Writes refused because their sequence was already written (or is too old to tell). */

@@ -32,6 +32,8 @@ export interface RelayMetrics {
   readonly ingressBytesTotal: Counter;
   readonly egressBytesTotal: Counter;
   readonly bufferDepthGroups: Gauge;
+  /** Payload bytes held in each track's ring (RELAY_CACHE_BYTES bounds it). */
+  readonly bufferBytes: Gauge;
   readonly groupFillsInflight: Gauge;
   readonly groupDeliverySeconds: Histogram;
   readonly subscriberSkipsTotal: Counter;
@@ -207,6 +209,11 @@ function deliveryMetrics({ c, g, h }: Makers) {
     bufferDepthGroups: g(
       "buffer_depth_groups",
       "Groups held in the track's ring buffer.",
+      ["track"],
+    ),
+    bufferBytes: g(
+      "buffer_bytes",
+      "Payload bytes held in the track's ring buffer.",
       ["track"],
     ),
     groupFillsInflight: g(

@@ -147,6 +147,8 @@ export function runDoctor(
         c.authKeysCache,
         c.relayToken,
         c.groupCacheSize,
+        c.groupCacheMs,
+        c.groupCacheBytes,
         c.pprof,
         c.corsAllowedOrigins,
         c.datagramTracks,

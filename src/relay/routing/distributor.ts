@@ -25,6 +25,10 @@ export interface DistributorOptions {
   readonly track: string;
   /** Groups kept in the ring (GROUP_CACHE_SIZE). */
   readonly cacheSize: number;
+  /** Age past which the ring drops a group (RELAY_CACHE_MS; 0 or unset: none). */
+  readonly cacheMs?: number;
+  /** Payload bytes the ring holds at most (RELAY_CACHE_BYTES; unset: no limit). */
+  readonly cacheBytes?: number;
   /** The upstream track's properties, advertised as they are (its timescale above all). */
   readonly info?: TrackInfo | undefined;
   /**
@@ -130,6 +134,8 @@ export class TrackDistributor {
     this.producer = new TrackProducer({
       ...options.info,
       cache: options.cacheSize,
+      cacheMs: options.cacheMs ?? 0,
+      cacheBytes: options.cacheBytes ?? Infinity,
       burstMs: GROUP_BURST_MS,
       clock: options.now,
       ...(options.fetchMissing ? { fetchMissing: options.fetchMissing } : {}),

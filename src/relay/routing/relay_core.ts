@@ -49,6 +49,10 @@ export interface RelayCoreOptions {
   readonly metrics: RelayMetrics;
   /** GROUP_CACHE_SIZE. */
   readonly cacheSize: number;
+  /** RELAY_CACHE_MS (0: no age limit). */
+  readonly cacheMs?: number;
+  /** RELAY_CACHE_BYTES (default: no limit). */
+  readonly cacheBytes?: number;
   /** Clock in ms. */
   readonly now: () => number;
   /** How long a track's upstream is kept with no subscriber, ms (default 5000). */
@@ -86,6 +90,7 @@ export class RelayCore {
     m.registry.onCollect(() => {
       m.trackSubscriptionsActive.clear();
       m.bufferDepthGroups.clear();
+      m.bufferBytes.clear();
       let subs = 0;
       let fills = 0;
       for (const d of this.#distributors.values()) {
@@ -93,6 +98,7 @@ export class RelayCore {
         fills += d.fillsInflight;
         m.trackSubscriptionsActive.add({ path: `/${d.path}`, track: d.track }, d.subscriberCount);
         m.bufferDepthGroups.add({ track: d.trackLabel }, d.depth);
+        m.bufferBytes.add({ track: d.trackLabel }, d.producer.cachedBytes);
       }
       m.subscribersActive.set({}, subs);
       m.groupFillsInflight.set({}, fills);
@@ -270,6 +276,8 @@ export class RelayCore {
       path,
       track,
       cacheSize: this.#opts.cacheSize,
+      ...(this.#opts.cacheMs !== undefined ? { cacheMs: this.#opts.cacheMs } : {}),
+      ...(this.#opts.cacheBytes !== undefined ? { cacheBytes: this.#opts.cacheBytes } : {}),
       info: upstream.info,
       // A FETCH the ring cannot answer goes to whichever route the broadcast has then.
       fetchMissing: forwardFetches(() => upstreamFetch(this.routes.get(path)?.source), track, {
