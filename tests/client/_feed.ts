@@ -1,7 +1,15 @@
 // What the client tests share: a feed read in the background with its
 // states, a sender posting all the time, and the ledger's own account.
 import assert from "node:assert/strict";
-import { type Feed, type FeedRecord, type FeedState, post } from "../../src/client/mod.ts";
+import {
+  type Dialer,
+  type Feed,
+  type FeedRecord,
+  type FeedState,
+  post,
+} from "../../src/client/mod.ts";
+import { connectQuicSession } from "../../src/transport/mod.ts";
+import { stallable } from "../support/moq.ts";
 import { until } from "../support/wait.ts";
 
 /** A feed being read in the background: every record, and every state with its time. */
@@ -117,4 +125,29 @@ export function assertSameGroups(
   const missing = expected.filter((g) => !seen.has(g));
   assert.deepEqual(missing, [], "no record missing");
   assert.deepEqual(got, expected, "in commit order");
+}
+
+/**
+ * A native-QUIC dialer whose session can be held (delivery stops, as on a stalled link) and
+ * released, with at most 2 concurrent uni streams so a hold makes the relay skip forward.
+ */
+export function stallableQuicDial(cert: { readonly sha256: Uint8Array }): {
+  readonly dial: Dialer;
+  hold(): void;
+  release(): void;
+} {
+  let gate: ReturnType<typeof stallable> | undefined;
+  return {
+    dial: async (url, o) => {
+      const session = await connectQuicSession(url, {
+        alpn: o.protocols,
+        serverCertificateHashes: [{ algorithm: "sha-256", value: cert.sha256 }],
+        maxConcurrentUnidirectionalStreams: 2,
+      });
+      gate = stallable(session);
+      return gate.session;
+    },
+    hold: () => gate!.hold(),
+    release: () => gate?.release(),
+  };
 }

@@ -2,12 +2,10 @@
 // carry their commit time, and a relay's skip is repaired over MoQ FETCH
 // from the ledger (the relay forwards the FETCH to the funnel).
 import assert from "node:assert/strict";
-import { type Dialer, openFeed, post } from "../../src/client/mod.ts";
-import { connectQuicSession } from "../../src/transport/mod.ts";
+import { openFeed, post } from "../../src/client/mod.ts";
 import { testCertificate } from "../support/certs.ts";
-import { stallable } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
-import { assertSameGroups, ledgerEntries, Reader } from "./_feed.ts";
+import { assertSameGroups, ledgerEntries, Reader, stallableQuicDial } from "./_feed.ts";
 import { startServers } from "./_servers.ts";
 
 /** A fetch that answers the first `allowed` requests and fails every later one, counting them. */
@@ -60,34 +58,25 @@ Deno.test({
     const track = s.track("fetch");
     await post(track, { n: 0 });
     const cert = await testCertificate();
-    let gate: ReturnType<typeof stallable> | undefined;
-    const dial: Dialer = async (url, o) => {
-      const session = await connectQuicSession(url, {
-        alpn: o.protocols,
-        serverCertificateHashes: [{ algorithm: "sha-256", value: cert.sha256 }],
-        maxConcurrentUnidirectionalStreams: 2,
-      });
-      gate = stallable(session);
-      return gate.session;
-    };
+    const { dial, hold, release } = stallableQuicDial(cert);
     const http = historyGoesAway(0);
     const reader = new Reader(
       openFeed({ track, moq: s.moqt, from: "start", dial, fetch: http.fetch }),
     );
     try {
       await reader.count(1);
-      gate!.hold();
+      hold();
       for (let n = 1; n <= 100; n += 10) {
         await Promise.all([...Array(10).keys()].map((k) => post(track, { n: n + k })));
       }
       await new Promise((r) => setTimeout(r, 300));
-      gate!.release();
+      release();
       const ledger = await ledgerEntries(track);
       await reader.has(ledger.at(-1)!.group);
       assertSameGroups(reader.records, ledger.map((e) => e.group));
       assert.ok(http.refused() > 0, "the feed did try the history, and got nothing from it");
     } finally {
-      gate?.release();
+      release();
       await reader.close();
     }
   },

@@ -4,13 +4,12 @@
 // unreachable repairs a gap holding a redacted record over FETCH (from the
 // listener's cache or its ledger). A relay's own cache is not covered here.
 import assert from "node:assert/strict";
-import { type Dialer, openFeed, post, redact } from "../../src/client/mod.ts";
+import { openFeed, post, redact } from "../../src/client/mod.ts";
 import { parseGroupId } from "../../src/record/mod.ts";
-import { connectQuicSession } from "../../src/transport/mod.ts";
 import { testCertificate } from "../support/certs.ts";
-import { dialOurs, stallable } from "../support/moq.ts";
+import { dialOurs } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
-import { assertSameGroups, ledgerEntries, Reader } from "./_feed.ts";
+import { assertSameGroups, ledgerEntries, Reader, stallableQuicDial } from "./_feed.ts";
 import { startServers } from "./_servers.ts";
 
 const text = (bytes: Uint8Array | undefined) => new TextDecoder().decode(bytes);
@@ -44,16 +43,7 @@ Deno.test("a gap holding a redacted record is repaired over MoQ FETCH with the h
   const track = s.track("redacted-gap");
   await post(track, { n: 0 });
   const cert = await testCertificate();
-  let gate: ReturnType<typeof stallable> | undefined;
-  const dial: Dialer = async (url, o) => {
-    const session = await connectQuicSession(url, {
-      alpn: o.protocols,
-      serverCertificateHashes: [{ algorithm: "sha-256", value: cert.sha256 }],
-      maxConcurrentUnidirectionalStreams: 2,
-    });
-    gate = stallable(session);
-    return gate.session;
-  };
+  const { dial, hold, release } = stallableQuicDial(cert);
   let refused = 0;
   const noHistory: typeof fetch = () => (refused++, Promise.reject(new TypeError("unreachable")));
   const reader = new Reader(
@@ -61,7 +51,7 @@ Deno.test("a gap holding a redacted record is repaired over MoQ FETCH with the h
   );
   try {
     await reader.count(1);
-    gate!.hold();
+    hold();
     const posted: { group: string }[] = [];
     for (let n = 1; n <= 60; n += 10) {
       posted.push(
@@ -70,7 +60,7 @@ Deno.test("a gap holding a redacted record is repaired over MoQ FETCH with the h
     }
     await redact(track, posted[5]!.group);
     await new Promise((r) => setTimeout(r, 300));
-    gate!.release();
+    release();
     const ledger = await ledgerEntries(track);
     await reader.has(ledger.at(-1)!.group);
     assertSameGroups(reader.records, ledger.map((e) => e.group));
@@ -84,7 +74,7 @@ Deno.test("a gap holding a redacted record is repaired over MoQ FETCH with the h
     assert.ok(refused > 0, "the feed did try the history, and got nothing from it");
     console.log(`records fetched without HTTP: ${reader.records.length}`);
   } finally {
-    gate?.release();
+    release();
     await reader.close();
   }
 });
