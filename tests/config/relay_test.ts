@@ -18,6 +18,7 @@ Deno.test("defaults carry the default source", () => {
   assert.deepEqual(c.gc.apply, []);
 });
 
+// Parsing is what this test checks, so it sets every value; the defaults test above is its twin.
 Deno.test("environment values are parsed and marked as environment", () => {
   const c = loadRelayConfig({
     RELAY_ADDR: "127.0.0.1:0",
