@@ -35,6 +35,12 @@ export async function startTestRelay(
     extra?: Partial<RelayOptions>;
     /** CORS_ALLOWED_ORIGINS (default https://app.example). */
     cors?: readonly string[] | "*";
+    /**
+     * Keep the relay's shipped timings (upstream idle 5 s, orphan wait 2 s, RTT pings every 10 s)
+     * instead of the short ones that let most tests end quickly: for tests of a promise made at
+     * defaults, such as "every acknowledged record is delivered".
+     */
+    shippedTimings?: boolean;
   } = {},
 ): Promise<TestRelay> {
   const c = await testCertificate();
@@ -58,9 +64,12 @@ export async function startTestRelay(
         corsAllowedOrigins: options.cors ?? ["https://app.example"],
         verifier,
         log: (l) => logs.push(l),
-        rttIntervalMs: options.rttIntervalMs ?? 0,
-        idleMs: 200,
-        orphanMs: 200,
+        // Short timings so tests that end a route or a subscription need not wait for the defaults.
+        ...(options.shippedTimings ? {} : {
+          rttIntervalMs: options.rttIntervalMs ?? 0,
+          idleMs: 200,
+          orphanMs: 200,
+        }),
         peerCaCerts: [c.certPem],
         ...options.extra,
       });
