@@ -39,6 +39,8 @@ export interface RelayConfig {
   readonly groupCacheMs: Setting<number>;
   /** RELAY_CACHE_BYTES: payload bytes one track's cache holds at most. */
   readonly groupCacheBytes: Setting<number>;
+  /** RELAY_PUBLISHER_GRACE_MS: how long subscribers of a broadcast that lost its publisher wait for it to come back. */
+  readonly publisherGraceMs: Setting<number>;
   /** RELAY_PPROF: expose /debug/pprof/*. */
   readonly pprof: Setting<boolean>;
   /** CORS_ALLOWED_ORIGINS: browser origins allowed to open WebTransport and read HTTP; "*" = any. */
@@ -66,6 +68,9 @@ export const RELAY_DEFAULTS = {
   RELAY_PPROF: false,
   CORS_ALLOWED_ORIGINS: "*",
   RELAY_DELIVERY_TURN_MS: 5,
+  // A funnel's reconnect at its defaults, with room to spare: its idle timeout (1 s) notices a
+  // silent link, it redials 2 s later, and a dial that times out costs a further 3 s.
+  RELAY_PUBLISHER_GRACE_MS: 10_000,
 } as const;
 
 /** Options for {@link loadRelayConfig}. */
@@ -135,6 +140,11 @@ export function loadRelayConfig(env: Env, options: LoadRelayConfigOptions = {}):
       "RELAY_CACHE_BYTES",
       RELAY_DEFAULTS.RELAY_CACHE_BYTES,
       parseIntIn(65_536, 2 ** 40, " bytes"),
+    ),
+    publisherGraceMs: r.setting(
+      "RELAY_PUBLISHER_GRACE_MS",
+      RELAY_DEFAULTS.RELAY_PUBLISHER_GRACE_MS,
+      parseIntIn(0, 600_000, " ms"),
     ),
     pprof: r.setting(
       "RELAY_PPROF",

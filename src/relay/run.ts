@@ -113,6 +113,7 @@ export async function runRelay(config: RelayConfig, io: RunRelayIo = {}): Promis
       groupCacheSize: config.groupCacheSize.value,
       groupCacheMs: config.groupCacheMs.value,
       groupCacheBytes: config.groupCacheBytes.value,
+      orphanMs: config.publisherGraceMs.value,
       pprof: config.pprof.value,
       corsAllowedOrigins: config.corsAllowedOrigins.value,
       datagramTracks: config.datagramTracks.value,

@@ -67,7 +67,10 @@ export interface RelayOptions {
   readonly rttIntervalMs?: number;
   /** How long an unused track's upstream subscription is kept, ms (default 5000). */
   readonly idleMs?: number;
-  /** How long a track whose route ended waits for the broadcast to come back, ms (default 2000). */
+  /**
+   * How long a track whose route ended keeps its subscribers while it waits for the broadcast to
+   * come back, ms (RELAY_PUBLISHER_GRACE_MS, default 10000).
+   */
   readonly orphanMs?: number;
   /** This relay's hop id (default: a random one per run). */
   readonly hopId?: bigint;
@@ -228,7 +231,7 @@ function routingCore(
     now,
     log,
     ...(options.idleMs !== undefined ? { idleMs: options.idleMs } : {}),
-    ...(options.orphanMs !== undefined ? { orphanMs: options.orphanMs } : {}),
+    orphanMs: options.orphanMs ?? RELAY_DEFAULTS.RELAY_PUBLISHER_GRACE_MS,
   });
 }
 

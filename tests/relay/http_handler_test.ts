@@ -10,7 +10,7 @@ function make(pprof = false) {
   let t = Date.parse("2026-01-01T00:00:00Z");
   const metrics = createRelayMetrics();
   const now = () => t;
-  const core = new RelayCore({ metrics, cacheSize: 8, now });
+  const core = new RelayCore({ metrics, cacheSize: 8, now, orphanMs: 0 });
   const handler = createRelayHandler({
     core,
     metrics,

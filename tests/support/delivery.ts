@@ -6,8 +6,11 @@ import * as Net from "@moq/net";
 import type { Subscription } from "../../src/moq/mod.ts";
 import { dialNet, dialOurs, seeAnnounced } from "./moq.ts";
 import type { UdpProxy } from "./udp_proxy.ts";
+import { sleep } from "../../src/timers/mod.ts";
 
 const decoder = new TextDecoder();
+/** How often a reader waiting for a group checks whether it has everything already. */
+const RECHECK_MS = 100;
 
 /** One received group: its sequence and first frame as text. */
 export interface Delivered {
@@ -89,8 +92,20 @@ export function collect(
     return want !== undefined && tally.missing(want).length === 0;
   };
   const done = (async () => {
+    // The read in flight is kept across checks: `expected()` can become complete while no
+    // group is coming (the last one arrived before the sender said it was done).
+    let pending: Promise<Delivered | undefined> | undefined;
     while (!signal.aborted && !complete()) {
-      const g = await Promise.race([next(), aborted]);
+      pending ??= next();
+      const tick = new AbortController();
+      const g = await Promise.race([
+        pending,
+        aborted,
+        sleep(RECHECK_MS, tick.signal).then(() => "recheck" as const),
+      ]);
+      tick.abort();
+      if (g === "recheck") continue;
+      pending = undefined;
       if (!g) return;
       tally.got.push(g.sequence);
       tally.texts.set(g.sequence, g.text);
@@ -136,14 +151,15 @@ export async function subscriberPair(
 
 const WHO = ["ours", "@moq/net"];
 
-/** Prints what was sent and what each of the pair received, and what the link did. */
-export function report(what: string, sent: number, tallies: Tally[], proxy: UdpProxy): void {
+/** Prints what was sent, what each of the pair received and what the link (if any) did. */
+export function report(what: string, sent: number, tallies: Tally[], proxy?: UdpProxy): void {
   const got = tallies.map((t, i) =>
     `${WHO[i]} got ${
       new Set(t.got).size
     } (${t.outOfOrder()} out of order, ${t.duplicates().length} twice)`
   );
-  console.log(`${what}: sent ${sent}; ${got.join(", ")}; link ${JSON.stringify(proxy.counts)}`);
+  const link = proxy ? `; link ${JSON.stringify(proxy.counts)}` : "";
+  console.log(`${what}: sent ${sent}; ${got.join(", ")}${link}`);
 }
 
 /** Every expected sequence arrived exactly once at each of the pair, with `text(sequence)`. */

@@ -149,6 +149,7 @@ export function runDoctor(
         c.groupCacheSize,
         c.groupCacheMs,
         c.groupCacheBytes,
+        c.publisherGraceMs,
         c.pprof,
         c.corsAllowedOrigins,
         c.datagramTracks,

@@ -60,9 +60,9 @@ export interface RelayCoreOptions {
   /**
    * How long a track whose route ended, or whose upstream session went
    * away, waits for the broadcast to come back by another route before it
-   * ends, ms (default 2000).
+   * ends, ms (the relay passes RELAY_PUBLISHER_GRACE_MS).
    */
-  readonly orphanMs?: number;
+  readonly orphanMs: number;
   /** Logs a line. */
   readonly log?: (line: string) => void;
 }
@@ -323,7 +323,7 @@ export class RelayCore {
     const timer = setTimeout(() => {
       stop();
       if (!d.ended && d.source === from) d.close();
-    }, this.#opts.orphanMs ?? 2000);
+    }, this.#opts.orphanMs);
   }
 
   /**
