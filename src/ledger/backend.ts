@@ -1,4 +1,5 @@
 import type { EntryDraft, LedgerEntry } from "./entry.ts";
+import type { Refusal } from "./errors.ts";
 import type { TrackPath } from "../record/mod.ts";
 
 /**
@@ -56,6 +57,34 @@ export interface CommitOutcome {
   readonly existing: boolean;
 }
 
+/** One draft's outcome at a backend: stored (or stored before, by its key), or refused. */
+export type DraftOutcome = CommitOutcome | { readonly refused: Refusal };
+
+/**
+ * A check a batch must pass where the track's commit order is decided, so
+ * that the check and the append it admits are one step for every writer:
+ * in the same transaction as the batch, under the lock that orders the
+ * track across processes (PostgreSQL), or in the single writer's commit
+ * loop. A protocol layer keeps its state (closure, producers) in the gate
+ * and admits each draft against it; the ledger never reads that state.
+ * Drafts committed through a gate pass the track's seal.
+ */
+export interface CommitGate {
+  /** The newest sequence the gate has taken in (-1 for none). */
+  readonly seen: number;
+  /**
+   * Opens the decision on one batch. `stored` holds every entry committed
+   * after {@link seen} (by any process, oldest first, possibly without
+   * payloads). Returns the check each draft of the batch passes, in order:
+   * undefined stores it as `seq`, anything else refuses it and is handed to
+   * its committer as `CommitRefused.reason`. The batch may still fail to
+   * commit afterwards: a gate keeps what the check admits only as scratch.
+   */
+  open(stored: readonly LedgerEntry[]): (draft: EntryDraft, seq: number) => unknown;
+  /** The batch is durable: `entries` are the drafts it stored, in order. */
+  stored(entries: readonly LedgerEntry[]): void;
+}
+
 /** The outcome of {@link TrackBackend.redactOnce}. */
 export type RedactResult = { readonly redaction: LedgerEntry } | { readonly already: true };
 
@@ -89,9 +118,15 @@ export interface TrackBackend {
    * across processes (seq after the newest entry of any process, wallclock
    * never below the track's newest). A draft whose sender and
    * Idempotency-Key are stored already is answered with that entry and
-   * stores nothing. Outcomes are in draft order.
+   * stores nothing. The track's seal refuses drafts (not redactions) unless
+   * `gate` is given; `gate` decides each draft inside the transaction.
+   * Outcomes are in draft order.
    */
-  commit?(drafts: readonly EntryDraft[], wallclock: bigint): Promise<CommitOutcome[]>;
+  commit?(
+    drafts: readonly EntryDraft[],
+    wallclock: bigint,
+    gate?: CommitGate,
+  ): Promise<DraftOutcome[]>;
   /**
    * Only with {@link commit}: commits a redaction of `seq` and deletes its
    * payload in one transaction, unless another process redacted it first.

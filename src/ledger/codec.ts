@@ -6,7 +6,7 @@ import { LedgerError } from "./errors.ts";
  * short keys, the wallclock as a decimal string (nanoseconds exceed 2^53)
  * and the payload as a JSON string holding the exact posted text. A byte
  * payload is not in the JSON: `b` is its length, and the bytes follow the
- * JSON text (see {@link encodeBatch}).
+ * JSON text (see {@link encodeBatch}). `l` is the seal in force after the entry.
  */
 interface StoredEntry {
   e: number;
@@ -19,6 +19,7 @@ interface StoredEntry {
   k?: string;
   b?: number;
   m?: string;
+  l?: string;
 }
 
 /** Converts an entry to its stored object form. */
@@ -31,6 +32,7 @@ export function toStored(entry: LedgerEntry): StoredEntry {
   if (entry.idempotencyKey !== undefined) out.k = entry.idempotencyKey;
   if (entry.bytes !== undefined) out.b = entry.bytes.length;
   if (entry.meta !== undefined) out.m = entry.meta;
+  if (entry.seal !== undefined) out.l = entry.seal;
   return out;
 }
 
@@ -66,6 +68,7 @@ export function fromStored(value: unknown, bytes?: (length: number) => Uint8Arra
   if (v.x === true) entry.redacted = true;
   if (v.k !== undefined) (field(v.k, "string", "k"), entry.idempotencyKey = v.k as string);
   if (v.m !== undefined) (field(v.m, "string", "m"), entry.meta = v.m as string);
+  if (v.l !== undefined) (field(v.l, "string", "l"), entry.seal = v.l as string);
   if (v.b !== undefined) {
     if (!Number.isSafeInteger(v.b) || (v.b as number) < 0 || !bytes) {
       throw new LedgerError("corrupt", "Stored entry has an invalid byte payload");

@@ -62,7 +62,10 @@ export function withDeadline(
     get: (seq) => bound("a read", () => t.get(seq)),
     erasePayload: (seq) => bound("a redaction", () => t.erasePayload(seq)),
     ...(t.commit
-      ? { commit: (drafts, wallclock) => bound("a commit", () => t.commit!(drafts, wallclock)) }
+      ? {
+        commit: (drafts, wallclock, gate) =>
+          bound("a commit", () => t.commit!(drafts, wallclock, gate)),
+      }
       : {}),
     ...(t.redactOnce
       ? {

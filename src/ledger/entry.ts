@@ -41,6 +41,11 @@ export interface LedgerEntry {
    * closure, producer). Redaction keeps it.
    */
   readonly meta?: string;
+  /**
+   * The track's seal in force after this entry (see {@link EntryDraft.seal});
+   * absent when the track is open. Redactions carry none and change nothing.
+   */
+  readonly seal?: string;
 }
 
 /** What a caller asks to commit; the ledger assigns epoch, seq and wallclock. */
@@ -57,6 +62,14 @@ export interface EntryDraft {
   readonly bytes?: Uint8Array;
   /** Protocol metadata kept with the entry (JSON text, see {@link LedgerEntry.meta}). */
   readonly meta?: string;
+  /**
+   * Seals the track from this entry on, `seal` being the reason refusals
+   * name; an empty string lifts the seal. A sealed track stores only
+   * redactions and drafts committed through a gate (`CommitGate`): a
+   * protocol layer seals what only it may write, and what it closed.
+   * Absent, the entry keeps the track as it was.
+   */
+  readonly seal?: string;
 }
 
 /** The group identifier of an entry. */

@@ -19,3 +19,32 @@ export class LedgerError extends Error {
     this.kind = kind;
   }
 }
+
+/**
+ * A draft the ledger did not store: the track is sealed (`seal`, the reason
+ * its sealer gave) or a commit gate refused it (`reason`, the gate's). Nothing
+ * of that draft reached storage; other drafts of its batch are unaffected.
+ */
+export class CommitRefused extends Error {
+  /** Stable code for callers. */
+  readonly code = "refused";
+  /** The track's seal, when the seal refused the draft. */
+  readonly seal: string | undefined;
+  /** The gate's reason, when a gate refused the draft. */
+  readonly reason: unknown;
+
+  /** Builds the refusal from the seal or the gate's reason. */
+  constructor(refusal: Refusal) {
+    super(
+      "seal" in refusal
+        ? `The track is sealed: ${refusal.seal}`
+        : "The track's commit gate refused the entry",
+    );
+    this.name = "CommitRefused";
+    this.seal = "seal" in refusal ? refusal.seal : undefined;
+    this.reason = "reason" in refusal ? refusal.reason : undefined;
+  }
+}
+
+/** Why a draft was not stored: the track's seal, or its commit gate's reason. */
+export type Refusal = { readonly seal: string } | { readonly reason: unknown };

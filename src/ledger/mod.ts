@@ -12,6 +12,11 @@
  * newest entry without scanning history, and deletes a redacted payload from
  * storage. A backend that cannot be reached throws `LedgerError("unavailable")`.
  *
+ * A protocol layer over the ledger checks its writes where the commit order
+ * is decided, through a {@link CommitGate}, and seals a track against other
+ * writers ({@link EntryDraft.seal}); a refused draft rejects with
+ * {@link CommitRefused}.
+ *
  * Reads page a track forward (`readAfter`) or backward (`readBefore`);
  * {@link entryStream} turns either into a Web-standard `ReadableStream`
  * that pages only as fast as its reader takes entries.
@@ -24,7 +29,9 @@ export { withoutPayload } from "./codec.ts";
 export { STORAGE_DEADLINE_MS } from "./deadline.ts";
 export * from "./errors.ts";
 export type {
+  CommitGate,
   CommitOutcome,
+  DraftOutcome,
   LedgerBackend,
   LedgerEvents,
   RedactResult,

@@ -1,8 +1,9 @@
-import type { CommitOutcome, TrackBackend } from "./backend.ts";
+import { admitBatch, sealAfter } from "./admission.ts";
+import type { CommitGate, CommitOutcome, DraftOutcome, TrackBackend } from "./backend.ts";
 import { CommitFollower } from "./commit_follower.ts";
-import { CURRENT_EPOCH, type EntryDraft, entryGroup, type LedgerEntry } from "./entry.ts";
+import { type EntryDraft, entryGroup, type LedgerEntry } from "./entry.ts";
 import { type EntryRange, entryStream, type EntryStreamOptions } from "./entry_stream.ts";
-import { LedgerError } from "./errors.ts";
+import { CommitRefused, LedgerError } from "./errors.ts";
 import type { TrackPath } from "../record/mod.ts";
 
 /** Told of every committed batch of a track, in commit order, before the appenders resume. */
@@ -37,6 +38,7 @@ export interface TrackLedgerHooks {
 
 interface Pending {
   readonly draft: EntryDraft;
+  readonly gate: CommitGate | undefined;
   readonly resolve: (outcome: CommitOutcome) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -53,6 +55,11 @@ interface Pending {
  * storage decides, and commits of other processes are learned through
  * {@link learn}; listeners are told of every entry of the track, whoever
  * committed it, in sequence order (a {@link CommitFollower}).
+ *
+ * A draft committed through a {@link CommitGate} is checked by the gate
+ * where the commit order is decided; a sealed track refuses other drafts
+ * ({@link EntryDraft.seal}). Over a single-writer backend both happen here,
+ * in the commit loop; over a shared one, in the backend's transaction.
  */
 export class TrackLedger {
   /** The track this ledger stores. */
@@ -67,6 +74,8 @@ export class TrackLedger {
   #queue: Pending[] = [];
   #committing = false;
   #lastWallclock = 0n;
+  /** Single-writer backends: the track's seal, as its newest entry left it. */
+  #seal: string | undefined;
   #redactions: Promise<void> = Promise.resolve();
   /** Redactions committed whose payload erasure has not succeeded yet, by redacted seq. */
   readonly #erasing = new Map<number, LedgerEntry>();
@@ -101,6 +110,8 @@ export class TrackLedger {
     const ledger = new TrackLedger(path, backend, clock, maxBatch, onCommit, hooks);
     ledger.#newest = await backend.latest();
     ledger.#lastWallclock = ledger.#newest?.wallclock ?? 0n;
+    // A shared backend keeps the seal itself; a single writer reads it from its newest entries.
+    if (!backend.commit) ledger.#seal = await sealOf(backend, ledger.#newest);
     ledger.#follower = new CommitFollower({
       read: (after, limit) => backend.readAfter(after, limit),
       tell: (entries) => ledger.#told(entries),
@@ -155,32 +166,62 @@ export class TrackLedger {
   /**
    * Commits one entry; resolves once it is durable. On a shared backend a
    * draft whose sender and Idempotency-Key another process stored already
-   * resolves with that entry, marked `existing`, and stores nothing.
+   * resolves with that entry, marked `existing`, and stores nothing. With
+   * `gate`, the gate admits or refuses it where the commit order is decided
+   * (drafts of one gate are batched together). A draft the gate or the
+   * track's seal refuses rejects with {@link CommitRefused}, after its batch
+   * is durable.
    */
-  commit(draft: EntryDraft): Promise<CommitOutcome> {
+  commit(draft: EntryDraft, gate?: CommitGate): Promise<CommitOutcome> {
+    if (draft.seal !== undefined && draft.idempotencyKey !== undefined) {
+      return Promise.reject(new TypeError("A draft that sets a seal carries no Idempotency-Key"));
+    }
     return new Promise((resolve, reject) => {
-      this.#queue.push({ draft, resolve, reject });
+      this.#queue.push({ draft, gate, resolve, reject });
       if (!this.#committing) void this.#drain();
     });
+  }
+
+  // The next batch: drafts in queue order, as many as allowed, all of one gate (or none).
+  #take(): Pending[] {
+    const gate = this.#queue[0]?.gate;
+    let n = 0;
+    while (n < this.#queue.length && n < this.#maxBatch && this.#queue[n]!.gate === gate) n++;
+    return this.#queue.splice(0, n);
   }
 
   async #drain(): Promise<void> {
     this.#committing = true;
     try {
       while (this.#queue.length > 0) {
-        const batch = this.#queue.splice(0, this.#maxBatch);
+        const batch = this.#take();
         try {
           if (this.#backend.commit) {
             await this.#commitShared(batch);
             continue;
           }
           if (this.#tailUncertain) await this.#settleTail();
-          const entries = this.#number(batch.map((p) => p.draft));
-          await this.#backend.append(entries);
-          this.#newest = entries[entries.length - 1];
-          this.#hooks.onBatch?.(this, entries.length);
-          this.#notify(entries);
-          batch.forEach((p, i) => p.resolve({ entry: entries[i]!, existing: false }));
+          const gate = batch[0]!.gate;
+          const check = gate?.open(await this.#since(gate.seen));
+          const decided = admitBatch(
+            batch.map((p) => p.draft),
+            this.#newest ? this.#newest.seq + 1 : 0,
+            this.#wallclock(),
+            this.#seal,
+            check,
+          );
+          const entries = decided.entries;
+          if (entries.length > 0) {
+            await this.#backend.append(entries);
+            this.#newest = entries[entries.length - 1];
+            this.#seal = decided.seal;
+          }
+          gate?.stored(entries);
+          if (entries.length > 0) {
+            this.#hooks.onBatch?.(this, entries.length);
+            this.#notify(entries);
+          }
+          settle(batch, decided.outcomes);
         } catch (error) {
           this.#tailUncertain = true;
           const wrapped = error instanceof LedgerError
@@ -210,14 +251,33 @@ export class TrackLedger {
 
   // The storage numbers the batch; others' commits in between are read before ours are told.
   async #commitShared(batch: readonly Pending[]): Promise<void> {
-    const outcomes = await this.#backend.commit!(batch.map((p) => p.draft), this.#wallclock());
-    const fresh = outcomes.filter((o) => !o.existing).map((o) => o.entry);
+    const gate = batch[0]!.gate;
+    const outcomes = await this.#backend.commit!(
+      batch.map((p) => p.draft),
+      this.#wallclock(),
+      gate,
+    );
+    const fresh = outcomes.flatMap((o) => "entry" in o && !o.existing ? [o.entry] : []);
     this.#advance(fresh[fresh.length - 1]);
+    gate?.stored(fresh);
     if (fresh.length > 0) {
       this.#hooks.onBatch?.(this, fresh.length);
       this.#follower.own(fresh);
     }
-    batch.forEach((p, i) => p.resolve(outcomes[i]!));
+    settle(batch, outcomes);
+  }
+
+  // Single writer: the entries a gate has not seen yet, all committed here.
+  async #since(after: number): Promise<LedgerEntry[]> {
+    const newest = this.#newest?.seq ?? -1;
+    const out: LedgerEntry[] = [];
+    while (after < newest) {
+      const page = await this.#backend.readAfter(after, Math.min(1024, newest - after));
+      if (page.length === 0) break;
+      out.push(...page);
+      after = page[page.length - 1]!.seq;
+    }
+    return out;
   }
 
   #advance(entry: LedgerEntry | undefined): void {
@@ -276,6 +336,7 @@ export class TrackLedger {
     const actual = await this.#backend.latest();
     if (actual && actual.seq > (known?.seq ?? -1)) {
       const landed = await this.#backend.readAfter(known?.seq, actual.seq - (known?.seq ?? -1));
+      this.#seal = sealAfter(this.#seal, landed);
       if (landed.length > 0) this.#notify(landed);
       if (actual.wallclock > this.#lastWallclock) this.#lastWallclock = actual.wallclock;
     }
@@ -294,13 +355,26 @@ export class TrackLedger {
     this.#lastWallclock = wallclock;
     return wallclock;
   }
+}
 
-  #number(drafts: readonly EntryDraft[]): LedgerEntry[] {
-    let seq = this.#newest ? this.#newest.seq + 1 : 0;
-    const wallclock = this.#wallclock();
-    return drafts.map((draft) => {
-      const entry: LedgerEntry = { ...draft, epoch: CURRENT_EPOCH, seq: seq++, wallclock };
-      return entry;
-    });
+// Each committer hears its draft's outcome: stored (or stored before), or refused.
+function settle(batch: readonly Pending[], outcomes: readonly DraftOutcome[]): void {
+  batch.forEach((p, i) => {
+    const outcome = outcomes[i]!;
+    if ("refused" in outcome) p.reject(new CommitRefused(outcome.refused));
+    else p.resolve(outcome);
+  });
+}
+
+/** The seal a single writer's track is under: its newest entry that is not a redaction says. */
+async function sealOf(
+  backend: TrackBackend,
+  newest: LedgerEntry | undefined,
+): Promise<string | undefined> {
+  let entry = newest;
+  while (entry && entry.redacts !== undefined) {
+    const page = await backend.readBefore(entry.seq, 64);
+    entry = page.find((e) => e.redacts === undefined) ?? page[page.length - 1];
   }
+  return entry?.seal;
 }

@@ -8,8 +8,8 @@ import { type Pool, type Sql, type TableRef, translate } from "./rows.ts";
 /*
  * One table holds every track: a row per entry keyed (track, seq), plus a row
  * with seq = -1 per track that makes PUT-created empty tracks exist and list,
- * and holds the track's next sequence and newest commit time, so several
- * processes can share the table (see shared_writes.ts).
+ * and holds the track's next sequence, newest commit time and seal, so several
+ * processes can share the table (see shared_writes.ts and decided_writes.ts).
  * A batch is one INSERT statement (one transaction) whose rows travel as a
  * single JSON parameter, so the statement text never changes and stays
  * prepared. Every value is a parameter; the table name is a validated
@@ -94,6 +94,7 @@ export class PostgresBackend implements LedgerBackend {
           idem text,
           bytes bytea,
           meta text,
+          seal text,
           primary key (track, seq)
         )`;
       await sql`create index if not exists ${sql(`${this.#table.slice(0, 50)}_tracks`)}
@@ -106,29 +107,36 @@ export class PostgresBackend implements LedgerBackend {
   }
 
   /*
-   * Tables made before several processes could share them lack the existence
-   * row's next sequence and the index that finds a stored Idempotency-Key.
-   * Both are added once; the catalog is read first so that a funnel starting
+   * Tables made by earlier versions lack the existence row's next sequence,
+   * the seal column or the index that finds a stored Idempotency-Key. Each is
+   * added once; the catalog is read first so that a funnel starting
    * beside running ones does not lock the table when nothing is missing.
    */
   async #upgradeSchema(): Promise<void> {
     const sql = this.#pool.sql;
     const t = sql(this.#table);
     const index = `${this.#table.slice(0, 50)}_idem`;
-    const [state] = await sql<{ column: boolean; index: boolean; bytes: boolean }[]>`
+    const [state] = await sql<
+      { column: boolean; index: boolean; bytes: boolean; seal: boolean }[]
+    >`
       select exists (select 1 from information_schema.columns
           where table_schema = current_schema() and table_name = ${this.#table}
             and column_name = 'next_seq') as column,
         to_regclass(${index}) is not null as index,
         exists (select 1 from information_schema.columns
           where table_schema = current_schema() and table_name = ${this.#table}
-            and column_name = 'meta') as bytes`;
+            and column_name = 'meta') as bytes,
+        exists (select 1 from information_schema.columns
+          where table_schema = current_schema() and table_name = ${this.#table}
+            and column_name = 'seal') as seal`;
     try {
       // Byte payloads and protocol metadata: two nullable columns, so old rows read as before.
       if (!state?.bytes) {
         await sql`alter table ${t} add column if not exists bytes bytea,
           add column if not exists meta text`;
       }
+      // Seals: NULL on every old row, so every old track is open.
+      if (!state?.seal) await sql`alter table ${t} add column if not exists seal text`;
       if (!state?.column) {
         await sql`alter table ${t} add column if not exists next_seq bigint`;
         // Tracks written before: number after their newest record, never below its time.

@@ -1,5 +1,7 @@
-import type { CommitOutcome, RedactResult, TrackBackend } from "../backend.ts";
+import { sealAfter } from "../admission.ts";
+import type { CommitGate, DraftOutcome, RedactResult, TrackBackend } from "../backend.ts";
 import type { EntryDraft, LedgerEntry } from "../entry.ts";
+import { commitDecided, mustDecide } from "./decided_writes.ts";
 import { entryColumns, fromRow, type Row, type TableRef, translate } from "./rows.ts";
 import { commitDrafts, redactOnce } from "./shared_writes.ts";
 
@@ -19,8 +21,14 @@ export class PostgresTrack implements TrackBackend {
     this.#key = key;
   }
 
-  commit(drafts: readonly EntryDraft[], wallclock: bigint): Promise<CommitOutcome[]> {
-    return commitDrafts(this.#ref, this.#key, drafts, wallclock);
+  commit(
+    drafts: readonly EntryDraft[],
+    wallclock: bigint,
+    gate?: CommitGate,
+  ): Promise<DraftOutcome[]> {
+    return mustDecide(drafts, gate)
+      ? commitDecided(this.#ref, this.#key, drafts, wallclock, gate)
+      : commitDrafts(this.#ref, this.#key, drafts, wallclock);
   }
 
   redactOnce(seq: number, sender: string | undefined, wallclock: bigint): Promise<RedactResult> {
@@ -42,8 +50,12 @@ export class PostgresTrack implements TrackBackend {
       // Hex only on the way in (the rows travel as JSON); the column holds the bytes.
       bytes: e.bytes === undefined ? null : e.bytes.toHex(),
       meta: e.meta ?? null,
+      seal: e.seal ?? null,
     }));
     const last = entries[entries.length - 1]!;
+    // The seal after the batch: its newest entry that is not a redaction says (none: as it was).
+    const records = entries.some((e) => e.redacts === undefined);
+    const seal = records ? sealAfter(undefined, entries) ?? null : null;
     const sql = this.#ref.pool.sql;
     const t = sql(this.#ref.table);
     try {
@@ -52,15 +64,16 @@ export class PostgresTrack implements TrackBackend {
       await sql`
         with ins as (
           insert into ${t} (track, seq, epoch, wallclock, sender, payload, redacts, redacted, idem,
-            bytes, meta)
+            bytes, meta, seal)
           select track, seq, epoch, wallclock, sender, payload, redacts, redacted, idem,
-            decode(bytes, 'hex'), meta
+            decode(bytes, 'hex'), meta, seal
           from json_to_recordset(${sql.json(rows)}::json) as r(track text, seq bigint,
             epoch integer, wallclock bigint, sender text, payload text, redacts text,
-            redacted boolean, idem text, bytes text, meta text)
+            redacted boolean, idem text, bytes text, meta text, seal text)
         )
         update ${t} set next_seq = greatest(coalesce(next_seq, 0), ${last.seq + 1}),
-          wallclock = greatest(wallclock, ${last.wallclock.toString()})
+          wallclock = greatest(wallclock, ${last.wallclock.toString()}),
+          seal = case when ${records} then ${seal} else seal end
         where track = ${this.#key} and seq = -1`;
     } catch (error) {
       throw translate(error, "Cannot append to the ledger");

@@ -31,14 +31,23 @@ export interface Row {
   idem: string | null;
   bytes: Uint8Array | null;
   meta: string | null;
+  seal: string | null;
 }
 
-/** The selected columns of an entry row (`wallclock` as text: it exceeds 2^53). */
-export function entryColumns(sql: Pick<Sql, "unsafe">, alias?: string): postgres.Fragment {
+/**
+ * The selected columns of an entry row (`wallclock` as text: it exceeds 2^53);
+ * without `payloads`, the payload columns read as NULL.
+ */
+export function entryColumns(
+  sql: Pick<Sql, "unsafe">,
+  alias?: string,
+  payloads = true,
+): postgres.Fragment {
   const p = alias ? `${alias}.` : "";
+  const data = payloads ? `${p}payload, ${p}bytes` : "null as payload, null as bytes";
   return sql.unsafe(
-    `${p}seq, ${p}epoch, ${p}wallclock::text as wallclock, ${p}sender, ${p}payload, ` +
-      `${p}redacts, ${p}redacted, ${p}idem, ${p}bytes, ${p}meta`,
+    `${p}seq, ${p}epoch, ${p}wallclock::text as wallclock, ${p}sender, ${data}, ` +
+      `${p}redacts, ${p}redacted, ${p}idem, ${p}meta, ${p}seal`,
   );
 }
 
@@ -57,6 +66,7 @@ export function fromRow(row: Row): LedgerEntry {
   // The driver gives a Buffer; entries hold plain Uint8Arrays.
   if (row.bytes !== null) entry.bytes = Uint8Array.from(row.bytes);
   if (row.meta !== null) entry.meta = row.meta;
+  if (row.seal !== null) entry.seal = row.seal;
   return entry;
 }
 
