@@ -1,6 +1,7 @@
 import { AuthError, bearerChallenge } from "../auth/mod.ts";
 import { HttpProblem, problemResponse } from "../http/mod.ts";
-import { LedgerError } from "../ledger/mod.ts";
+import { CommitRefused, LedgerError } from "../ledger/mod.ts";
+import { sealRefusal } from "../streams/mod.ts";
 import { InvalidRequestError, NotFoundError, RateLimitedError } from "./errors.ts";
 
 /** Logs a failure clients must not see in detail. */
@@ -10,10 +11,13 @@ export type ErrorLog = (message: string, error: unknown) => void;
  * The one mapping of a failed request to its problem+json answer: an
  * `HttpProblem` as thrown, a refused credential as 401 (with
  * `WWW-Authenticate`) or 403, a limit as 429 with `Retry-After`, a missing
- * track or group as 404, a bad request as 400, an unreachable ledger as
- * 503; anything else is logged and answered 500 without detail.
+ * track or group as 404, a bad request as 400, a record refused by the
+ * track's seal (a Durable Stream that is closed, or of another content
+ * type) as 409, an unreachable ledger as 503; anything else is logged and
+ * answered 500 without detail.
  */
 export function errorResponse(error: unknown, logError?: ErrorLog): Response {
+  if (error instanceof CommitRefused && error.seal !== undefined) error = sealRefusal(error.seal);
   if (error instanceof HttpProblem) {
     return problemResponse(error.status, error.message, { ...error.headers });
   }

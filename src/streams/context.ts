@@ -40,6 +40,6 @@ export function offsetText(position: number): string {
 /** Stream-Next-Offset, and Stream-Closed when the stream is closed. */
 export function tailHeaders(state: StreamState, position: number): Record<string, string> {
   const out: Record<string, string> = { [H.nextOffset]: offsetText(position) };
-  if (state.closing) out[H.closed] = "true";
+  if (state.closed) out[H.closed] = "true";
   return out;
 }

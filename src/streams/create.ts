@@ -1,13 +1,15 @@
 import { HttpProblem } from "../http/mod.ts";
-import type { TrackPath } from "../ledger/mod.ts";
+import { CommitRefused, type TrackPath } from "../ledger/mod.ts";
 import { answer, offsetText, type StreamContext } from "./context.ts";
 import { DEFAULT_TYPE, isJsonType, sameType } from "./content_type.ts";
 import { closedHeader, expiresAtHeader, H, ttlHeader } from "./headers.ts";
-import { positionOf } from "./lineage.ts";
+import { ownPosition, positionOf } from "./lineage.ts";
 import { segmentsOf } from "./load_state.ts";
 import { type EntryMeta, formatMeta, type StreamConfig } from "./meta.ts";
 import { forkSourceName } from "./names.ts";
 import { type AppendData, appendData } from "./payload.ts";
+import type { Refused } from "./rules.ts";
+import { createSeal } from "./seal.ts";
 import { StreamState } from "./stream_state.ts";
 import { forkPoint, type ForkRequest } from "./fork.ts";
 
@@ -59,7 +61,9 @@ export function createRequest(request: Request, body: Uint8Array): CreateRequest
 /**
  * PUT: creates the stream (one ledger entry holding its configuration and
  * any initial data), or answers 200 when it exists with the same
- * configuration and 409 when it differs.
+ * configuration and 409 when it differs. The stream's gate admits the
+ * creating entry only if no stream holds the name when it commits, so two
+ * funnels creating one stream at once create it once.
  */
 export function createStream(
   ctx: StreamContext,
@@ -72,68 +76,48 @@ export function createStream(
     if (ctx.registry.softDeleted(path)) {
       throw new HttpProblem(409, "The stream was deleted while forks still read it");
     }
-    const loaded = await ctx.registry.load(path, name);
+    const loaded = await ctx.registry.load(path, name, true);
     const now = ctx.now();
-    if (loaded.state && !loaded.state.expired(now)) {
-      const state = loaded.state;
-      if (!sameConfig(state, req)) {
-        throw new HttpProblem(409, "The stream exists with a different configuration");
-      }
-      return answer(200, {
-        "content-type": state.config.type,
-        [H.nextOffset]: offsetText(state.tail()),
-        ...(state.closing ? { [H.closed]: "true" } : {}),
-      });
+    const existing = loaded.state;
+    if (existing && !existing.expired(now)) {
+      return existsAnswer(existing.config, existing.closed, existing.tail(), req);
     }
-    let config: StreamConfig = {
-      type: req.type ?? DEFAULT_TYPE,
-      ...(req.ttl !== undefined ? { ttl: req.ttl } : {}),
-      ...(req.expiresAt !== undefined ? { expiresAt: req.expiresAt } : {}),
-    };
-    let prefix: AppendData = { count: 0 };
-    if (req.fork) {
-      const point = await forkPoint(ctx, req.fork, now);
-      if (req.type !== undefined && !sameType(req.type, point.source.config.type)) {
-        throw new HttpProblem(409, "A fork's content type must be its source's");
-      }
-      const inherit = req.ttl === undefined && req.expiresAt === undefined;
-      const source = point.source.config;
-      config = {
-        type: req.type ?? source.type,
-        ...(inherit && source.ttl !== undefined ? { ttl: source.ttl } : {}),
-        ...(inherit && source.expiresAt !== undefined ? { expiresAt: source.expiresAt } : {}),
-        ...(req.ttl !== undefined ? { ttl: req.ttl } : {}),
-        ...(req.expiresAt !== undefined ? { expiresAt: req.expiresAt } : {}),
-        fork: {
-          from: req.fork.from,
-          start: point.source.created,
-          at: point.at,
-          sub: req.fork.sub,
-          ...(req.fork.offset !== null ? { offset: req.fork.offset } : {}),
-        },
-      };
-      prefix = point.prefix;
-    }
-    const data = join(
-      isJsonType(config.type),
-      prefix,
-      appendData(isJsonType(config.type), req.body),
-    );
+    const { config, prefix } = await configOf(ctx, req, now);
+    const json = isJsonType(config.type);
+    const data = join(json, prefix, appendData(json, req.body));
     const meta: EntryMeta = {
       create: config,
       ...(req.closed ? { closed: true as const } : {}),
       ...(data.n !== undefined ? { n: data.n } : {}),
     };
     const track = (await ctx.ledger.track(path, true))!;
-    const entry = await track.append({
-      ...(sender !== undefined ? { sender } : {}),
-      ...(data.payload !== undefined ? { payload: data.payload } : {}),
-      ...(data.bytes !== undefined ? { bytes: data.bytes } : {}),
-      meta: formatMeta(meta)!,
-    });
+    const gate = await ctx.registry.gate(track);
+    let entry;
+    try {
+      ({ entry } = await gate.commit(track, {
+        ...(sender !== undefined ? { sender } : {}),
+        ...(data.payload !== undefined ? { payload: data.payload } : {}),
+        ...(data.bytes !== undefined ? { bytes: data.bytes } : {}),
+        meta: formatMeta(meta)!,
+        seal: createSeal(config, req.closed),
+      }, { kind: "create", replaces: existing?.created }));
+    } catch (error) {
+      const refused = error instanceof CommitRefused ? error.reason as Refused : undefined;
+      if (refused?.kind !== "exists") throw error;
+      // Another funnel (or request) created it first.
+      const tail = ownPosition(refused.created, refused.config, refused.tail);
+      return existsAnswer(refused.config, refused.closed, tail, req);
+    }
     const segments = await segmentsOf(ctx.ledger, track, entry.seq, config);
-    const state = new StreamState({ path, name, track, config, created: entry.seq, segments, now });
-    state.closed = state.closing = req.closed;
+    const state = new StreamState({
+      path,
+      name,
+      track,
+      config,
+      created: entry.seq,
+      segments,
+      gate,
+    });
     ctx.registry.set(state);
     return answer(201, {
       "content-type": config.type,
@@ -142,6 +126,58 @@ export function createStream(
       ...(req.closed ? { [H.closed]: "true" } : {}),
     });
   });
+}
+
+/** The answer to a PUT for a stream that exists: 200 with the same configuration, else 409. */
+function existsAnswer(
+  config: StreamConfig,
+  closed: boolean,
+  tail: number,
+  req: CreateRequest,
+): Response {
+  if (!sameConfig(config, closed, req)) {
+    throw new HttpProblem(409, "The stream exists with a different configuration");
+  }
+  return answer(200, {
+    "content-type": config.type,
+    [H.nextOffset]: offsetText(tail),
+    ...(closed ? { [H.closed]: "true" } : {}),
+  });
+}
+
+/** The configuration a PUT asks for, and for a fork, the data it copies from its source. */
+async function configOf(
+  ctx: StreamContext,
+  req: CreateRequest,
+  now: number,
+): Promise<{ config: StreamConfig; prefix: AppendData }> {
+  const own: StreamConfig = {
+    type: req.type ?? DEFAULT_TYPE,
+    ...(req.ttl !== undefined ? { ttl: req.ttl } : {}),
+    ...(req.expiresAt !== undefined ? { expiresAt: req.expiresAt } : {}),
+  };
+  if (!req.fork) return { config: own, prefix: { count: 0 } };
+  const point = await forkPoint(ctx, req.fork, now);
+  if (req.type !== undefined && !sameType(req.type, point.source.config.type)) {
+    throw new HttpProblem(409, "A fork's content type must be its source's");
+  }
+  const inherit = req.ttl === undefined && req.expiresAt === undefined;
+  const source = point.source.config;
+  const config: StreamConfig = {
+    type: req.type ?? source.type,
+    ...(inherit && source.ttl !== undefined ? { ttl: source.ttl } : {}),
+    ...(inherit && source.expiresAt !== undefined ? { expiresAt: source.expiresAt } : {}),
+    ...(req.ttl !== undefined ? { ttl: req.ttl } : {}),
+    ...(req.expiresAt !== undefined ? { expiresAt: req.expiresAt } : {}),
+    fork: {
+      from: req.fork.from,
+      start: point.source.created,
+      at: point.at,
+      sub: req.fork.sub,
+      ...(req.fork.offset !== null ? { offset: req.fork.offset } : {}),
+    },
+  };
+  return { config, prefix: point.prefix };
 }
 
 // An initial body after a sub-offset prefix: one entry holding both.
@@ -163,11 +199,10 @@ function messagesOf(data: AppendData): string[] {
   return data.n === undefined ? [data.payload] : [data.payload.slice(1, -1)];
 }
 
-function sameConfig(state: StreamState, req: CreateRequest): boolean {
-  const config = state.config;
+function sameConfig(config: StreamConfig, closed: boolean, req: CreateRequest): boolean {
   if (req.type !== undefined && !sameType(req.type, config.type)) return false;
   if (req.type === undefined && !req.fork && !sameType(DEFAULT_TYPE, config.type)) return false;
-  if (req.closed !== state.closing) return false;
+  if (req.closed !== closed) return false;
   if (req.fork) {
     const fork = config.fork;
     if (!fork || fork.from !== req.fork.from || fork.sub !== req.fork.sub) return false;

@@ -1,4 +1,5 @@
 import type { TrackPath } from "../ledger/mod.ts";
+import type { StreamConfig } from "./meta.ts";
 
 /**
  * One run of ledger entries a stream reads: its own track from the entry
@@ -21,6 +22,15 @@ export interface Segment {
 /** The position of ledger sequence `seq` in a segment. */
 export function positionOf(segment: Segment, seq: number): number {
   return segment.base + 1 + (seq - segment.created);
+}
+
+/**
+ * The position after ledger sequence `seq` (never before the creating entry)
+ * in the own segment of the stream that entry `created` made with `config`.
+ */
+export function ownPosition(created: number, config: StreamConfig, seq: number): number {
+  const base = config.fork ? config.fork.at : created;
+  return base + 1 + (Math.max(seq, created) - created);
 }
 
 /** The ledger sequence at `position` in a segment. */

@@ -1,31 +1,25 @@
-import type { Ledger, TrackLedger, TrackPath } from "../ledger/mod.ts";
+import type { Ledger, TrackLedger } from "../ledger/mod.ts";
 import { forkSegments, type Segment } from "./lineage.ts";
 import { parseMeta, type StreamConfig } from "./meta.ts";
 import { streamTrack } from "./names.ts";
-import { StreamState } from "./stream_state.ts";
+import { PLAIN_TRACK, StreamHead } from "./stream_head.ts";
 
-/** What reading a track back found: a stream, a deleted one, or no track at all. */
-export type Loaded =
-  | { readonly state: StreamState }
-  | { readonly state?: undefined; readonly gone: "absent" | "deleted" };
-
-/** A plain track (records posted under `/tracks/`) reads as a JSON stream. */
-const PLAIN_TRACK: StreamConfig = { type: "application/json" };
+/** A stream's writer state read back from its track, and the newest entry it took in. */
+export interface Recovered {
+  /** The stream, or undefined when its newest incarnation was deleted. */
+  readonly head: StreamHead | undefined;
+  /** Sequence of the newest entry read (-1 for an empty track). */
+  readonly seen: number;
+}
 
 /**
- * Reads a stream's state back from its ledger track: newest first, up to the
- * entry that created it, collecting closure, producers and `Stream-Seq` on
- * the way. A track never created through the protocol is a JSON stream of
- * all its records.
+ * Reads a stream's writer state back from its ledger track: newest first, up
+ * to the entry that created it, collecting closure, producers and
+ * `Stream-Seq` on the way. A track never created through the protocol is a
+ * JSON stream of all its records (an empty track too).
  */
-export async function loadStream(
-  ledger: Ledger,
-  path: TrackPath,
-  name: string,
-  now: number,
-): Promise<Loaded> {
-  const track = await ledger.track(path, false);
-  if (!track) return { gone: "absent" };
+export async function recoverHead(track: TrackLedger): Promise<Recovered> {
+  let seen = -1;
   let created = -1;
   let config = PLAIN_TRACK;
   let closed = false;
@@ -33,8 +27,9 @@ export async function loadStream(
   let streamSeq: string | undefined;
   const producers = new Map<string, { epoch: number; seq: number }>();
   for await (const entry of track.entries({ direction: "backward" })) {
+    if (seen < 0) seen = entry.seq;
     const meta = parseMeta(entry.meta);
-    if (meta.deleted) return { gone: "deleted" };
+    if (meta.deleted) return { head: undefined, seen };
     if (meta.closed && !closed) {
       closed = true;
       closer = meta.producer;
@@ -49,14 +44,12 @@ export async function loadStream(
       break;
     }
   }
-  const segments = await segmentsOf(ledger, track, created, config);
-  const state = new StreamState({ path, name, track, config, created, segments, now });
-  state.closed = closed;
-  state.closing = closed;
-  state.closer = closer;
-  state.streamSeq = streamSeq;
-  for (const [id, p] of producers) state.producers.set(id, p);
-  return { state };
+  const head = new StreamHead(created, config);
+  head.closed = closed;
+  head.closer = closer;
+  head.streamSeq = streamSeq;
+  for (const [id, p] of producers) head.setProducer(id, p);
+  return { head, seen };
 }
 
 /**

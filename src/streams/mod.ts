@@ -10,3 +10,4 @@
 export { StreamService, type StreamServiceOptions } from "./service.ts";
 export { SINGLE_NAME_TRACK, STREAMS_PREFIX, streamTrack } from "./names.ts";
 export { formatOffset, type OffsetQuery, parseOffset } from "./offsets.ts";
+export { sealRefusal } from "./seal.ts";

@@ -1,5 +1,5 @@
 import type { ProducerHeaders } from "./headers.ts";
-import type { ProducerState } from "./stream_state.ts";
+import type { ProducerState } from "./stream_head.ts";
 
 /** What the producer rules decide for one append. */
 export type ProducerVerdict =

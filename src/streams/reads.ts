@@ -15,7 +15,9 @@ export async function liveStream(
   name: string,
 ): Promise<StreamState> {
   if (ctx.registry.softDeleted(path)) throw new HttpProblem(410, "The stream was deleted");
-  const { state } = await ctx.registry.load(path, name);
+  let { state } = await ctx.registry.load(path, name);
+  // Created on another funnel moments ago: this one may not have heard yet, the storage has.
+  if (!state) ({ state } = await ctx.registry.load(path, name, true));
   if (!state || state.expired(ctx.now())) throw new HttpProblem(404, `No stream "${name}"`);
   return state;
 }
@@ -59,7 +61,7 @@ export async function readStream(
     throw new HttpProblem(400, "A live read needs an offset");
   }
   const state = await liveStream(ctx, path, name);
-  state.lastAccess = ctx.now();
+  state.touch(ctx.now());
   const start = offset.kind === "start"
     ? state.start()
     : offset.kind === "now"

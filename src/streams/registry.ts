@@ -1,18 +1,28 @@
-import type { Ledger, LedgerEntry, TrackPath } from "../ledger/mod.ts";
-import { type Loaded, loadStream } from "./load_state.ts";
+import type { Ledger, LedgerEntry, TrackLedger, TrackPath } from "../ledger/mod.ts";
+import { StreamGate } from "./gate.ts";
+import { recoverHead, segmentsOf } from "./load_state.ts";
 import { streamKey, streamTrack } from "./names.ts";
-import type { StreamState } from "./stream_state.ts";
+import { StreamState } from "./stream_state.ts";
+
+/** What looking a stream up found: a stream, a deleted one, or no track at all. */
+export type Loaded =
+  | { readonly state: StreamState }
+  | { readonly state?: undefined; readonly gone: "absent" | "deleted" };
 
 /**
- * The streams this process has read back, with what only it knows: the
- * forks made of each source (a deleted source with forks stays "gone",
- * 410, until its last fork is deleted), a lock per stream that orders
- * writers' checks, and the readers waiting for a track's next commit.
+ * The streams this process knows: each track's gate (its writer state, read
+ * back once and then kept current from the ledger's commits), the stream as
+ * readers see it, and what only this process knows: the forks made of each
+ * source (a deleted source with forks stays "gone", 410, until its last fork
+ * is deleted), a lock per stream that keeps its writes in arrival order,
+ * and the readers waiting for a track's next commit.
  */
 export class StreamRegistry {
   readonly #ledger: Ledger;
   readonly #now: () => number;
-  readonly #loaded = new Map<string, Promise<Loaded>>();
+  readonly #gates = new Map<string, Promise<StreamGate>>();
+  readonly #ready = new Map<string, StreamGate>();
+  readonly #states = new Map<string, StreamState>();
   readonly #softDeleted = new Set<string>();
   readonly #forks = new Map<string, Set<string>>();
   readonly #sources = new Map<string, string>();
@@ -25,17 +35,51 @@ export class StreamRegistry {
     this.#now = now;
   }
 
-  /** The stream at a track, read back once and then kept. */
-  async load(path: TrackPath, name: string): Promise<Loaded> {
+  /** The gate of a track, its state read back from the track the first time. */
+  gate(track: TrackLedger): Promise<StreamGate> {
+    const key = streamKey(track.path);
+    let gate = this.#gates.get(key);
+    if (!gate) {
+      gate = recoverHead(track).then((recovered) => {
+        const made = new StreamGate(recovered, this.#now);
+        this.#ready.set(key, made);
+        return made;
+      });
+      this.#gates.set(key, gate);
+      gate.catch(() => this.#gates.delete(key));
+    }
+    return gate;
+  }
+
+  /**
+   * The stream at a track as far as this process knows; with `fresh`, as far
+   * as the ledger's storage knows (on a shared ledger, one more read).
+   */
+  async load(path: TrackPath, name: string, fresh = false): Promise<Loaded> {
     const key = streamKey(path);
     if (this.#softDeleted.has(key)) return { gone: "deleted" };
-    let loading = this.#loaded.get(key);
-    if (!loading) {
-      loading = loadStream(this.#ledger, path, name, this.#now());
-      this.#loaded.set(key, loading);
-      loading.then((l) => this.#noteFork(l.state), () => this.#loaded.delete(key));
-    }
-    return await loading;
+    const track = await this.#ledger.track(path, false);
+    if (!track) return { gone: "absent" };
+    const gate = await this.gate(track);
+    await gate.catchUp(track, fresh);
+    const head = gate.head;
+    if (!head) return { gone: "deleted" };
+    const known = this.#states.get(key);
+    if (known?.created === head.created) return { state: known };
+    const segments = await segmentsOf(this.#ledger, track, head.created, head.config);
+    const again = this.#states.get(key);
+    if (again?.created === head.created) return { state: again };
+    const state = new StreamState({
+      path,
+      name,
+      track,
+      config: head.config,
+      created: head.created,
+      segments,
+      gate,
+    });
+    this.set(state);
+    return { state };
   }
 
   /** True when the stream was deleted while forks still read it (410). */
@@ -43,15 +87,10 @@ export class StreamRegistry {
     return this.#softDeleted.has(streamKey(path));
   }
 
-  /** Keeps a state just created or changed. */
+  /** Keeps a stream just created (or read back). */
   set(state: StreamState): void {
-    this.#loaded.set(streamKey(state.path), Promise.resolve({ state }));
+    this.#states.set(streamKey(state.path), state);
     this.#noteFork(state);
-  }
-
-  /** Forgets a stream, so the next request reads it back from the ledger. */
-  forget(path: TrackPath): void {
-    this.#loaded.delete(streamKey(path));
   }
 
   /**
@@ -60,7 +99,7 @@ export class StreamRegistry {
    */
   deleted(state: StreamState, sourcePath: TrackPath | undefined): void {
     const key = streamKey(state.path);
-    this.#loaded.set(key, Promise.resolve({ gone: "deleted" }));
+    this.#states.delete(key);
     const sourceKey = sourcePath && streamKey(sourcePath);
     if ((this.#forks.get(key)?.size ?? 0) > 0) {
       // Still read by forks: it keeps its own source until it is released.
@@ -119,15 +158,21 @@ export class StreamRegistry {
     });
   }
 
-  /** Told of every committed batch (the funnel's record sink): wakes the track's readers. */
-  committed(path: TrackPath, _entries: readonly LedgerEntry[]): void {
-    const waiters = this.#waiters.get(streamKey(path));
+  /**
+   * Told of every committed batch, by any process, in each track's order
+   * (the funnel's record sink): the track's gate takes it in, then its
+   * readers wake.
+   */
+  committed(path: TrackPath, entries: readonly LedgerEntry[]): void {
+    const key = streamKey(path);
+    this.#ready.get(key)?.fold(entries);
+    const waiters = this.#waiters.get(key);
     if (waiters) { for (const wake of [...waiters]) wake(); }
   }
 
-  #noteFork(state: StreamState | undefined): void {
-    const fork = state?.config.fork;
-    if (!state || !fork) return;
+  #noteFork(state: StreamState): void {
+    const fork = state.config.fork;
+    if (!fork) return;
     const sourceKey = streamKey(streamTrack(fork.from));
     let forks = this.#forks.get(sourceKey);
     if (!forks) this.#forks.set(sourceKey, forks = new Set());

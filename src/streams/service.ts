@@ -73,7 +73,11 @@ export class StreamService {
     return rawPath.startsWith(STREAMS_PREFIX);
   }
 
-  /** Told of every committed batch (wire it into the funnel's record sink): wakes live readers. */
+  /**
+   * Told of every committed batch, by this funnel or another on a shared
+   * ledger, in each track's order (wire it into the funnel's record sink):
+   * the stream's state takes it in and live readers wake.
+   */
   committed(path: TrackPath, entries: readonly LedgerEntry[]): void {
     this.#ctx.registry.committed(path, entries);
   }

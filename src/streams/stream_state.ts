@@ -1,20 +1,13 @@
 import type { TrackLedger, TrackPath } from "../ledger/mod.ts";
+import type { StreamGate } from "./gate.ts";
 import { positionOf, type Segment } from "./lineage.ts";
 import type { StreamConfig } from "./meta.ts";
 import { isJsonType } from "./content_type.ts";
 
-/** What an idempotent producer last appended in a stream. */
-export interface ProducerState {
-  readonly epoch: number;
-  readonly seq: number;
-  /** The commit of that append, while it is in flight: a duplicate waits for it. */
-  readonly pending?: Promise<unknown>;
-}
-
 /**
- * One stream as this process knows it: its configuration, where its data
- * lies in the ledger, and the writer state (closure, producers, Stream-Seq)
- * recovered from its entries.
+ * One stream as readers see it: its configuration and where its data lies
+ * in the ledger, fixed for the stream's life, and its track's gate for what
+ * changes (closure, the last access).
  */
 export class StreamState {
   /** The stream's ledger track. */
@@ -29,18 +22,8 @@ export class StreamState {
   readonly created: number;
   /** Where its data lies, in position order; the last one is its own track. */
   readonly segments: readonly Segment[];
-  /** Closed, as readers see it: the closing entry is committed. */
-  closed = false;
-  /** Closed or being closed, as writers see it: no more appends. */
-  closing = false;
-  /** The producer append that closed it, if one did. */
-  closer: readonly [string, number, number] | undefined;
-  /** Idempotent producers by id. */
-  readonly producers = new Map<string, ProducerState>();
-  /** The last `Stream-Seq` appended. */
-  streamSeq: string | undefined;
-  /** Last read or write, ms, for the sliding TTL. */
-  lastAccess: number;
+  /** The track's writer state and the gate its writes commit through. */
+  readonly gate: StreamGate;
 
   /** Creates the state; `segments` must end with the stream's own. */
   constructor(init: {
@@ -50,7 +33,7 @@ export class StreamState {
     config: StreamConfig;
     created: number;
     segments: readonly Segment[];
-    now: number;
+    gate: StreamGate;
   }) {
     this.path = init.path;
     this.name = init.name;
@@ -58,7 +41,13 @@ export class StreamState {
     this.config = init.config;
     this.created = init.created;
     this.segments = init.segments;
-    this.lastAccess = init.now;
+    this.gate = init.gate;
+  }
+
+  /** Closed, as readers see it: the closing entry is committed. */
+  get closed(): boolean {
+    const head = this.gate.head;
+    return head !== undefined && head.created === this.created && head.closed;
   }
 
   /** The stream's own segment. */
@@ -71,9 +60,13 @@ export class StreamState {
     return isJsonType(this.config.type);
   }
 
-  /** Position of the stream's end: after its newest committed entry. */
+  /**
+   * Position of the stream's end: after its newest committed entry (the gate
+   * may have read entries of other funnels before this process is told of them).
+   */
   tail(): number {
-    return positionOf(this.own, Math.max(this.track.newest?.seq ?? -1, this.created));
+    const newest = Math.max(this.track.newest?.seq ?? -1, this.gate.seen);
+    return positionOf(this.own, Math.max(newest, this.created));
   }
 
   /** Position of the stream's start. */
@@ -81,11 +74,15 @@ export class StreamState {
     return this.segments[0]!.base;
   }
 
+  /** A read or write now: the sliding TTL counts from here. */
+  touch(now: number): void {
+    this.gate.touch(now);
+  }
+
   /** True once the TTL or the absolute expiry has passed. */
   expired(now: number): boolean {
-    if (this.config.ttl !== undefined && now - this.lastAccess >= this.config.ttl * 1000) {
-      return true;
-    }
+    const ttl = this.config.ttl;
+    if (ttl !== undefined && now - this.gate.lastAccess >= ttl * 1000) return true;
     return this.config.expiresAt !== undefined && Date.parse(this.config.expiresAt) <= now;
   }
 }

@@ -51,18 +51,22 @@ export async function startRelay(files: CertificateFiles): Promise<RelayUnderTes
 /**
  * Starts a funnel process on `ledger` publishing through `relay` (RELAY_URL
  * set, so no own listener: the shipped default with a relay), on a free port.
+ * Without a relay it serves its own MoQ listener (the shipped default then),
+ * on a free port with the test certificate rather than :4433, so tests can run side by side.
  */
 export async function startFunnelProcess(
   ledger: string,
-  relay: RelayUnderTest,
+  relay: RelayUnderTest | undefined,
   files: CertificateFiles,
   extra: Record<string, string> = {},
 ): Promise<FunnelProcess> {
+  const live = relay
+    ? { RELAY_URL: `moqt://localhost:${relay.port}/`, RELAY_CA_FILE: files.cert }
+    : { FUNNEL_SERVE_ADDR: "127.0.0.1:0", CERT_FILE: files.cert, KEY_FILE: files.key };
   const process = spawnSluice("funnel", {
     FUNNEL_ADDR: "127.0.0.1:0",
     LEDGER_URI: ledger,
-    RELAY_URL: `moqt://localhost:${relay.port}/`,
-    RELAY_CA_FILE: files.cert,
+    ...live,
     ...extra,
   });
   let exited = false;
