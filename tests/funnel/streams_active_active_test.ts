@@ -1,9 +1,10 @@
 // Durable Streams served by two funnel processes on one PostgreSQL ledger keep the protocol's
 // promises whichever funnel a request reaches: a stream closed through one is closed for the
 // other (protocol appends and /tracks/ POSTs alike), a producer's retry sent to the other funnel
-// is answered as a duplicate, a Stream-Seq regression is refused there, and producers appending
-// through both funnels while one is SIGKILLed and restarted get every acknowledged append stored
-// exactly once. Real processes (`deno run src/cli.ts funnel`), shipped defaults, no relay.
+// is answered as a duplicate, a Stream-Seq regression is refused there, two PUTs at once create
+// the stream once, and producers appending through both funnels while one is SIGKILLed and
+// restarted get every acknowledged append stored exactly once. Real processes (`deno run
+// src/cli.ts funnel`), shipped defaults, no relay.
 import assert from "node:assert/strict";
 import { sleep } from "../../src/timers/mod.ts";
 import { testCertificateFiles } from "../support/certs.ts";
@@ -146,6 +147,28 @@ Deno.test({
       assert.equal(back.status, 409, "a Stream-Seq regression through B");
       assert.equal((await call(b!, "seq", "POST", seq("0003"), `{"q":3}`)).status, 204);
       assert.deepEqual(await readAll(a!, "seq"), [{ q: 2 }, { q: 3 }]);
+    }),
+});
+
+Deno.test({
+  name: "two funnels creating one stream at the same moment create it once",
+  ignore: needsPostgres,
+  fn: () =>
+    withTwoFunnels(async ([a, b]) => {
+      const names = Array.from({ length: 10 }, (_, i) => `made-${i}`);
+      const answers = await Promise.all(names.map((name) =>
+        Promise.all([
+          call(a!, name, "PUT", { "content-type": "text/plain" }),
+          call(b!, name, "PUT", { "content-type": "application/octet-stream" }),
+        ])
+      ));
+      for (const [i, [fromA, fromB]] of answers.entries()) {
+        const statuses = [fromA.status, fromB.status].sort();
+        assert.deepEqual(statuses, [201, 409], `${names[i]}: one creation, one conflict`);
+        const history = await fetch(`${a!.base}/tracks/${names[i]}/stream?limit=10`);
+        const records = (await history.json()).records as { meta?: { create?: unknown } }[];
+        assert.equal(records.filter((r) => r.meta?.create).length, 1, "one creating entry");
+      }
     }),
 });
 
