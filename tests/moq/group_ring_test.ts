@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { GroupRing, MAX_BURST_GROUPS } from "../../src/moq/track/group_ring.ts";
 import { LiveFrames } from "../../src/moq/track/live_frames.ts";
+import { TrackProducer } from "../../src/moq/track/track_producer.ts";
 
 const bytes = (n: number) => new Uint8Array(n);
 
@@ -47,4 +48,37 @@ Deno.test("group ring: bytes and count plus the burst allowance are hard bounds,
   unbounded.append(0, new LiveFrames(0n), 0n, 0);
   for (let seq = 1; seq <= 600; seq++) unbounded.append(seq, bytes(1), 0n, 0);
   assert.ok(unbounded.length <= 4 + MAX_BURST_GROUPS + 1, `holds ${unbounded.length}`);
+});
+
+Deno.test("group ring: the byte budget drops the lowest sequences, so late groups cannot push out the newest", () => {
+  // A burst that arrives out of order, as big groups on their own streams do: room for five.
+  const ring = new GroupRing(8, 0, () => 0, { maxBytes: 5 * 100 });
+  for (const seq of [7, 8, 9, 2, 3, 4, 5, 6]) ring.append(seq, bytes(100), 0n, 0);
+  assert.deepEqual(ring.from(0).map((g) => g.sequence), [5, 6, 7, 8, 9]);
+  assert.equal(ring.length, 5);
+  assert.equal(ring.bytes, 500);
+  // Arrival order still holds the places of 2, 3 and 4 (dropped from among later arrivals).
+  assert.deepEqual([3, 4, 5].map((i) => [ring.at(i), ring.sequenceAt(i)]), [
+    [undefined, 2],
+    [undefined, 3],
+    [undefined, 4],
+  ]);
+  assert.equal(ring.at(6)?.sequence, 5);
+  // A late group below everything held goes at once; the held ones stay.
+  ring.append(1, bytes(100), 0n, 0);
+  assert.deepEqual(ring.from(0).map((g) => g.sequence), [5, 6, 7, 8, 9]);
+});
+
+Deno.test("group ring: a reader behind a reordered burst under the byte budget skips to the newest", () => {
+  const track = new TrackProducer({ cache: 8, cacheBytes: 5 * 100 });
+  const reader = track.cursor();
+  track.writeGroup(1, bytes(1));
+  assert.equal(reader.poll()?.sequence, 1);
+  for (const seq of [7, 8, 9, 2, 3, 4, 5, 6]) track.writeGroup(seq, bytes(100));
+  const got: number[] = [];
+  for (let g = reader.poll(); g; g = reader.poll()) got.push(g.sequence);
+  // 7, 8 and 9 in arrival order; at the place of dropped 2 it skips to the newest left unread.
+  assert.deepEqual(got, [7, 8, 9, 6]);
+  assert.equal(reader.skipped, 4, "2, 3 and 4 (dropped) and 5 (passed over)");
+  assert.equal(track.cursor().poll()?.sequence, 9, "a joiner starts at the newest group");
 });

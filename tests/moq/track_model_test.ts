@@ -24,6 +24,8 @@ type Op =
 interface Arrival {
   readonly seq: number;
   readonly at: number;
+  /** Dropped for the byte budget from among later arrivals (its place stays). */
+  dropped?: boolean;
 }
 
 /** One cursor as the spec describes it, over the model's full arrival list. */
@@ -45,7 +47,7 @@ class ModelCursor {
     this.floor = start ?? latest ?? 0;
     this.limit = limit;
     this.min = this.floor;
-    this.backlog = model.ring().map((a) => a.seq).filter((s) => s >= this.floor).sort((a, b) =>
+    this.backlog = model.held().map((a) => a.seq).filter((s) => s >= this.floor).sort((a, b) =>
       a - b
     );
     for (const s of this.backlog) this.owed.add(s);
@@ -69,14 +71,15 @@ class ModelCursor {
     const all = model.arrivals;
     for (;;) {
       if (this.index >= all.length) return undefined;
-      const behind = this.index < model.oldest ||
+      // A place the byte budget dropped before this cursor read it counts as falling behind.
+      const behind = this.index < model.oldest || all[this.index]!.dropped === true ||
         (all.length - this.index > this.limit && !model.young(all[this.index]!));
       if (behind) {
         // Every unread arrival at or above the start is passed over but the newest
         // sequence still in the ring at or above the skip point, which comes next.
         const unread = all.slice(this.index).filter((a) => a.seq >= this.floor);
         const candidates = all.slice(Math.max(this.index, model.oldest))
-          .filter((a) => a.seq >= this.min).map((a) => a.seq);
+          .filter((a) => !a.dropped && a.seq >= this.min).map((a) => a.seq);
         const target = candidates.length > 0 ? Math.max(...candidates) : undefined;
         this.skipped += unread.length - (target === undefined ? 0 : 1);
         this.index = all.length;
@@ -99,6 +102,8 @@ class Model {
     readonly cache: number,
     readonly burstMs: number,
     readonly now: () => number,
+    /** Groups of one byte each the byte budget allows (undefined: no budget). */
+    readonly bytes: number | undefined,
   ) {}
 
   get latest(): number | undefined {
@@ -107,6 +112,11 @@ class Model {
 
   ring(): Arrival[] {
     return this.arrivals.slice(this.oldest);
+  }
+
+  /** The groups held: the ring less the places the byte budget dropped. */
+  held(): Arrival[] {
+    return this.ring().filter((a) => !a.dropped);
   }
 
   young(a: Arrival): boolean {
@@ -121,19 +131,37 @@ class Model {
     this.seen.add(seq);
     this.arrivals.push({ seq, at: this.now() });
     for (const c of cursors) if (seq >= c.floor) c.owed.add(seq);
+    // The byte budget first, lowest sequence first (the earliest arrival of equals).
+    while (this.bytes !== undefined && this.held().length > Math.max(1, this.bytes)) {
+      const lowest = this.held().reduce((a, b) => (b.seq < a.seq ? b : a));
+      lowest.dropped = true;
+      this.#passDropped();
+    }
     for (;;) {
-      const held = this.arrivals.length - this.oldest;
+      const slots = this.arrivals.length - this.oldest;
+      const held = this.held().length;
       const oldest = this.arrivals[this.oldest]!;
-      if (held > this.cache + MAX_BURST_GROUPS) {
-        this.oldest++;
+      if (held <= 1) break;
+      if (slots > this.cache + MAX_BURST_GROUPS) {
+        this.#drop();
         continue;
       }
       if (held <= this.cache || this.young(oldest)) break;
       // The newest group by sequence stays, however many late ones arrived after it.
-      if (this.ring().every((a) => a.seq <= oldest.seq)) break;
-      this.oldest++;
+      if (this.held().every((a) => a.seq <= oldest.seq)) break;
+      this.#drop();
     }
     return true;
+  }
+
+  // Drops the oldest arrival, and the dropped places behind it.
+  #drop(): void {
+    this.oldest++;
+    this.#passDropped();
+  }
+
+  #passDropped(): void {
+    while (this.oldest < this.arrivals.length && this.arrivals[this.oldest]!.dropped) this.oldest++;
   }
 }
 
@@ -235,20 +263,33 @@ const configArb = fc.record({
   cache: fc.constantFrom(undefined, RELAY_DEFAULTS.GROUP_CACHE_SIZE, 1, 2, 3, 5),
   burstMs: fc.constantFrom(0, 50),
   withFetcher: fc.boolean(),
+  // Room for this many one-byte groups (RELAY_CACHE_BYTES); undefined: no byte budget.
+  bytes: fc.constantFrom(undefined, undefined, 1, 2, 4),
 });
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 async function run(
-  config: { cache: number | undefined; burstMs: number; withFetcher: boolean },
+  config: {
+    cache: number | undefined;
+    burstMs: number;
+    withFetcher: boolean;
+    bytes?: number | undefined;
+  },
   ops: readonly Op[],
 ): Promise<void> {
   const clock = new ManualClock();
   const reported = { skipped: 0, delivered: 0 };
   const fetched: number[] = [];
-  const model = new Model(config.cache ?? PRODUCER_DEFAULT_CACHE, config.burstMs, clock.now);
+  const model = new Model(
+    config.cache ?? PRODUCER_DEFAULT_CACHE,
+    config.burstMs,
+    clock.now,
+    config.bytes,
+  );
   const track = new TrackProducer({
     ...(config.cache === undefined ? {} : { cache: config.cache }),
+    ...(config.bytes === undefined ? {} : { cacheBytes: config.bytes }),
     burstMs: config.burstMs,
     clock: clock.now,
     observer: {
@@ -279,8 +320,8 @@ async function run(
     const m = c.model;
     const before = m.skipPoint;
     // The newest sequence the ring holds for it, should this poll skip.
-    const pending = model.arrivals.slice(Math.max(m.index, model.oldest)).map((a) => a.seq)
-      .filter((s) => s >= m.min);
+    const pending = model.arrivals.slice(Math.max(m.index, model.oldest))
+      .filter((a) => !a.dropped).map((a) => a.seq).filter((s) => s >= m.min);
     const got: CachedGroup | undefined = c.real.poll();
     const want = m.poll(model);
     assert.equal(got?.sequence, want, "the cursor delivers what the model says");
@@ -301,7 +342,7 @@ async function run(
         const accepted = track.writeGroup(o.seq, new Uint8Array([o.seq]));
         assert.equal(accepted, model.write(o.seq, open.map((c) => c.model)));
         assert.equal(track.staleWrites, model.stale, "duplicates are refused and counted");
-        assert.equal(track.cached, model.arrivals.length - model.oldest);
+        assert.equal(track.cached, model.held().length);
         assert.equal(track.latest, model.latest);
         break;
       }
@@ -331,7 +372,7 @@ async function run(
         break;
       }
       case "fetch": {
-        const inRing = model.ring().some((a) => a.seq === o.seq);
+        const inRing = model.held().some((a) => a.seq === o.seq);
         assert.equal(track.group(o.seq)?.sequence, inRing ? o.seq : undefined);
         const calls = fetched.length;
         const got = await track.fetch(o.seq);

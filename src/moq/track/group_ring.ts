@@ -20,13 +20,19 @@ export interface RingLimits {
  * Neither count nor age drops a group still being written or the newest
  * complete group (by sequence): a joiner of a media track gets its current
  * GOP from the first frame, and a whole-group reader the last complete one.
- * The byte budget is hard (only the newest arrival may exceed it), as is
+ * The byte budget is hard (only a group on its own may exceed it), as is
  * the count plus {@linkcode MAX_BURST_GROUPS}, so a publisher that leaves
  * groups open cannot make the ring grow without bound. Evictions happen as
- * groups arrive, oldest arrival first.
+ * groups arrive: for the count and the age oldest arrival first, for the
+ * byte budget lowest sequence first, so late groups (retransmitted, or
+ * repaired) arriving after newer ones cannot push the newest out. A group
+ * the budget drops from among later arrivals leaves its place in arrival
+ * order ({@linkcode DroppedGroup}) until the oldest arrival passes it.
  */
 export class GroupRing {
-  readonly #groups: CachedGroup[] = [];
+  // By arrival; the first is always a held group.
+  readonly #slots: (CachedGroup | DroppedGroup)[] = [];
+  #held = 0;
   readonly #size: number;
   readonly #burstMs: number;
   readonly #clock: () => number;
@@ -57,32 +63,33 @@ export class GroupRing {
 
   /** The arrival index of the oldest group held (`written` when none is). */
   get oldest(): number {
-    return this.#groups[0]?.index ?? this.#written;
+    return this.#slots[0]?.index ?? this.#written;
   }
 
   /** Groups held now. */
   get length(): number {
-    return this.#groups.length;
+    return this.#held;
   }
 
-  /** Takes a group as the next arrival, evicting the oldest past the ring's size. */
+  /** Takes a group as the next arrival, evicting what the ring's bounds no longer allow. */
   append(sequence: number, frames: GroupFrames, timestamp: bigint, now: number): CachedGroup {
     const group = new CachedGroup(sequence, frames, timestamp, this.#written++, now);
-    const groups = this.#groups;
-    groups.push(group);
-    this.#bytes?.added(group);
-    while (groups.length > 1 && this.#expendable(groups[0]!, now)) {
-      const gone = groups.shift()!; // not inside `?.()`: that would skip the shift
-      this.#bytes?.removed(gone);
+    this.#slots.push(group);
+    this.#held++;
+    const bytes = this.#bytes;
+    if (bytes) {
+      bytes.added(group);
+      while (this.#held > 1 && bytes.over()) this.#drop(this.#lowest());
     }
+    while (this.#held > 1 && this.#expendable(this.#slots[0] as CachedGroup, now)) this.#drop(0);
     return group;
   }
 
-  // Whether the oldest arrival goes: over a hard bound, or over count or age and not kept.
+  // Whether the oldest arrival goes: over the hard count, or over count or age and not kept.
   #expendable(oldest: CachedGroup, now: number): boolean {
-    const length = this.#groups.length;
-    if (length > this.#size + MAX_BURST_GROUPS || this.#bytes?.over()) return true;
-    const overCount = length > this.#size && !this.#young(oldest, now);
+    // Dropped places count too, so they cannot pile up behind a kept group.
+    if (this.#slots.length > this.#size + MAX_BURST_GROUPS) return true;
+    const overCount = this.#held > this.#size && !this.#young(oldest, now);
     const overAge = this.#maxAgeMs > 0 && now - oldest.writtenAt > this.#maxAgeMs;
     return (overCount || overAge) && !this.#kept(oldest);
   }
@@ -91,18 +98,57 @@ export class GroupRing {
   #kept(group: CachedGroup): boolean {
     if (group.live?.state === "open") return true;
     if (!group.complete) return false;
-    const groups = this.#groups;
-    for (let i = groups.length - 1; i > 0; i--) {
-      const g = groups[i]!;
-      if (g.sequence > group.sequence && g.complete) return false;
+    const slots = this.#slots;
+    for (let i = slots.length - 1; i > 0; i--) {
+      const g = slots[i]!;
+      if (g instanceof CachedGroup && g.sequence > group.sequence && g.complete) return false;
     }
     return true;
   }
 
+  // The slot of the held group with the lowest sequence (the earliest arrival of equals).
+  #lowest(): number {
+    const slots = this.#slots;
+    let lowest = 0;
+    for (let i = 1; i < slots.length; i++) {
+      const g = slots[i]!;
+      if (g instanceof CachedGroup && g.sequence < slots[lowest]!.sequence) lowest = i;
+    }
+    return lowest;
+  }
+
+  // Drops the held group in slot `i`: the oldest arrival goes with the dropped places
+  // behind it, one from among later arrivals leaves its place.
+  #drop(i: number): void {
+    const slots = this.#slots;
+    const gone = slots[i] as CachedGroup;
+    this.#held--;
+    this.#bytes?.removed(gone);
+    if (i > 0) {
+      slots[i] = { index: gone.index, sequence: gone.sequence };
+      return;
+    }
+    slots.shift();
+    while (slots.length > 0 && !(slots[0] instanceof CachedGroup)) slots.shift();
+  }
+
   /** The group at arrival index `index`, if still held. */
   at(index: number): CachedGroup | undefined {
-    const first = this.#groups[0];
-    return first ? this.#groups[index - first.index] : undefined;
+    const slot = this.#slot(index);
+    return slot instanceof CachedGroup ? slot : undefined;
+  }
+
+  /**
+   * The sequence of the arrival at `index` while the ring still holds it or
+   * its place (a group the byte budget dropped from among later arrivals).
+   */
+  sequenceAt(index: number): number | undefined {
+    return this.#slot(index)?.sequence;
+  }
+
+  #slot(index: number): CachedGroup | DroppedGroup | undefined {
+    const first = this.#slots[0];
+    return first ? this.#slots[index - first.index] : undefined;
   }
 
   /** Whether the group at arrival index `index` is held and within the burst window. */
@@ -113,12 +159,15 @@ export class GroupRing {
 
   /** A held group by sequence (the latest arrival of it: an abandoned one may come again). */
   find(sequence: number): CachedGroup | undefined {
-    return this.#groups.findLast((g) => g.sequence === sequence);
+    const slot = this.#slots.findLast((g) => g.sequence === sequence);
+    return slot instanceof CachedGroup ? slot : undefined;
   }
 
   /** The held groups from sequence `floor` on, in sequence order. */
   from(floor: number): CachedGroup[] {
-    const groups = this.#groups.filter((g) => g.sequence >= floor);
+    const groups = this.#slots.filter((g): g is CachedGroup =>
+      g instanceof CachedGroup && g.sequence >= floor
+    );
     groups.sort((a, b) => a.sequence - b.sequence);
     return groups;
   }
@@ -127,6 +176,14 @@ export class GroupRing {
   #young(group: CachedGroup, now: number): boolean {
     return now - group.writtenAt < this.#burstMs;
   }
+}
+
+/** Where a group the byte budget dropped from among later arrivals was. */
+export interface DroppedGroup {
+  /** Its arrival index. */
+  readonly index: number;
+  /** Its sequence. */
+  readonly sequence: number;
 }
 
 /**

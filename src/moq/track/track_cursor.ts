@@ -133,7 +133,10 @@ export class TrackCursor {
         this.#index < ring.oldest ||
         (written - this.#index > this.#limit && !ring.young(this.#index))
       ) return this.#skipAhead(written);
-      const group = ring.at(this.#index++)!;
+      const group = ring.at(this.#index);
+      // Dropped for the ring's byte budget before this reader took it: it fell behind.
+      if (!group) return this.#skipAhead(written);
+      this.#index++;
       if (group.sequence >= this.#min) return group;
       // Below the start: not asked for. Below only the skip point: withheld by the skip.
       if (group.sequence >= this.#floor) this.#skip(1, false);
@@ -154,10 +157,10 @@ export class TrackCursor {
     }
     let target: CachedGroup | undefined;
     for (let i = this.#index; i < written; i++) {
-      const group = ring.at(i)!;
-      if (group.sequence < this.#floor) continue;
+      if (ring.sequenceAt(i)! < this.#floor) continue;
       passed++;
-      if (group.sequence >= this.#min && (!target || group.sequence > target.sequence)) {
+      const group = ring.at(i); // undefined where the byte budget dropped it
+      if (group && group.sequence >= this.#min && (!target || group.sequence > target.sequence)) {
         target = group;
       }
     }
