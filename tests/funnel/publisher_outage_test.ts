@@ -8,7 +8,7 @@
 // delay, both subscribers stopped at the outage.
 import assert from "node:assert/strict";
 import { assertExactlyOnce, report, subscriberPair } from "../support/delivery.ts";
-import { startUdpProxy } from "../support/udp_proxy.ts";
+import { type LinkShape, startUdpProxy } from "../support/udp_proxy.ts";
 import { startTestRelay } from "../support/test_relay.ts";
 import { testCertificateFiles } from "../support/certs.ts";
 import { quiet } from "../support/quiet.ts";
@@ -101,6 +101,49 @@ Deno.test("the funnel's relay link silent for 3 s: relay subscribers keep their 
     await Deno.remove(files.dir, { recursive: true });
   }
 });
+
+// The link is lossy as well (lossy_link_test.ts's shape): groups are in flight, or waiting for a
+// retransmission, when it goes silent, and the relay's FETCH of them through the dying session
+// fails. Such a group is asked for again once the funnel is back; it used to count as lost at the
+// first failure: 1 or 2 of 150 records never reached either subscriber for four seeds of six,
+// among them these two.
+for (const seed of [1, 3]) {
+  Deno.test(`a lossy funnel link silent for 1.5 s (seed ${seed}): the relay fetches again what it could not, every record once`, async () => {
+    using _q = quiet();
+    const lossy: LinkShape = { loss: 0.05, delayMs: 50, jitterMs: 5, reorder: 0.02 };
+    const relay = await startTestRelay({ shippedTimings: true });
+    const files = await testCertificateFiles();
+    const proxy = startUdpProxy({ targetPort: relay.port, toTarget: lossy, toClient: lossy, seed });
+    const funnel = await startLiveFunnel({
+      FUNNEL_SERVE_ADDR: "none",
+      RELAY_URL: `moqt://127.0.0.1:${proxy.port}/`,
+      RELAY_CA_FILE: files.cert,
+    });
+    try {
+      assert.equal(await send(funnel.base, "PUT", `/tracks/${TRACK}`), 201);
+      const what = `lossy link silent for 1.5 s, seed ${seed}`;
+      await postThroughOutage(
+        what,
+        () => funnel.base,
+        relay.port,
+        async () => {
+          proxy.reshape("toTarget", { silent: true });
+          proxy.reshape("toClient", { silent: true });
+          await sleep(1500);
+          proxy.reshape("toTarget", lossy);
+          proxy.reshape("toClient", lossy);
+        },
+        150,
+        5,
+      );
+    } finally {
+      await funnel[Symbol.asyncDispose]();
+      await proxy.close();
+      await relay.stop();
+      await Deno.remove(files.dir, { recursive: true });
+    }
+  });
+}
 
 Deno.test("the funnel process killed with SIGKILL and restarted 4 s later: relay subscribers get every record once", async () => {
   using _q = quiet();
