@@ -2,8 +2,11 @@
 // client and a UDP service (this machine has no netem). Each client address
 // gets its own upstream socket, so replies find their way back, and each
 // direction has its own shape: a share of datagrams dropped, a one-way delay
-// with jitter, and a share held back long enough for later ones to overtake.
-// Decisions come from a seeded generator, so a failing run can be replayed.
+// with jitter, a share held back long enough for later ones to overtake, and a
+// bottleneck: a rate limit in front of a bounded queue that drops what does not
+// fit (tail drop), as a router on a slow link does. Decisions come from a
+// seeded generator, so a failing run can be replayed; the bottleneck draws
+// nothing at random (what it drops depends only on when datagrams arrive).
 import { seededRandom } from "./random.ts";
 
 /** How one direction of the link treats datagrams. */
@@ -20,14 +23,24 @@ export interface LinkShape {
   readonly reorderMs?: number;
   /** Drop everything: the link is silent (default false). */
   readonly silent?: boolean;
+  /**
+   * The bottleneck's rate, bytes of datagram payload per second (default: no
+   * limit). Datagrams leave it one after another at this rate, then take the
+   * delay; those that find its queue full are dropped.
+   */
+  readonly rateBytesPerSecond?: number;
+  /** Bytes the bottleneck's queue holds (default: 100 ms at the rate, at least 16 KiB). */
+  readonly queueBytes?: number;
 }
 
 /** What one direction did so far. */
 export interface LinkCounts {
   /** Datagrams received from the sending side. */
   received: number;
-  /** Datagrams dropped. */
+  /** Datagrams dropped at random (`loss`) or by a silent link. */
   dropped: number;
+  /** Datagrams dropped because the bottleneck's queue was full. */
+  queueDropped: number;
   /** Datagrams held back for reordering. */
   reordered: number;
   /** Datagrams passed on. */
@@ -61,7 +74,32 @@ export interface UdpProxy {
 }
 
 function emptyCounts(): LinkCounts {
-  return { received: 0, dropped: 0, reordered: 0, forwarded: 0 };
+  return { received: 0, dropped: 0, queueDropped: 0, reordered: 0, forwarded: 0 };
+}
+
+/**
+ * A rate limit in front of a bounded FIFO queue. It keeps only the time its
+ * last queued datagram finishes leaving: the backlog in bytes is what the
+ * rate has not sent by then.
+ */
+export class Bottleneck {
+  #freeAt = 0;
+
+  /**
+   * How long a datagram of `size` bytes arriving at `now` (ms) waits and takes
+   * to leave under `shape` (0 without a rate), or undefined when the queue has
+   * no room for it.
+   */
+  admit(shape: LinkShape, size: number, now: number): number | undefined {
+    const rate = shape.rateBytesPerSecond;
+    if (rate === undefined || rate <= 0) return 0;
+    const limit = shape.queueBytes ?? Math.max(16_384, rate / 10);
+    const start = Math.max(now, this.#freeAt);
+    const backlog = (start - now) * rate / 1000;
+    if (backlog + size > limit) return undefined;
+    this.#freeAt = start + size * 1000 / rate;
+    return this.#freeAt - now;
+  }
 }
 
 /** Starts a proxy on 127.0.0.1 (a free UDP port) in front of `targetHost:targetPort`. */
@@ -69,6 +107,7 @@ export function startUdpProxy(options: UdpProxyOptions): UdpProxy {
   const random = seededRandom(options.seed ?? 1);
   const shapes = { toTarget: options.toTarget ?? {}, toClient: options.toClient ?? {} };
   const counts = { toTarget: emptyCounts(), toClient: emptyCounts() };
+  const bottlenecks = { toTarget: new Bottleneck(), toClient: new Bottleneck() };
   const target: Deno.NetAddr = {
     transport: "udp",
     hostname: options.targetHost ?? "127.0.0.1",
@@ -92,7 +131,12 @@ export function startUdpProxy(options: UdpProxyOptions): UdpProxy {
       c.dropped++;
       return;
     }
-    let delay = (shape.delayMs ?? 0) + random() * (shape.jitterMs ?? 0);
+    const queued = bottlenecks[direction].admit(shape, data.length, performance.now());
+    if (queued === undefined) {
+      c.queueDropped++;
+      return;
+    }
+    let delay = queued + (shape.delayMs ?? 0) + random() * (shape.jitterMs ?? 0);
     if (random() < (shape.reorder ?? 0)) {
       c.reordered++;
       delay += shape.reorderMs ?? Math.max(10, shape.delayMs ?? 0);
