@@ -4,7 +4,7 @@ import type { CachedGroup } from "../track/mod.ts";
 import type { SessionCore } from "./core.ts";
 import type { DeliveryTurns } from "./delivery_turns.ts";
 import { GroupSend } from "./send_group.ts";
-import { sendOrder, yieldingOrder } from "./send_order.ts";
+import { RANKS, sendOrder } from "./send_order.ts";
 
 /** How a served subscription's groups are ordered and expired (the subscriber's, else the track's). */
 export interface Delivery {
@@ -22,6 +22,11 @@ export interface Delivery {
  * in moq-lite's send order, and reset once they outlive the max latency.
  * A counter and one waiter instead of racing a set of promises for every
  * group.
+ *
+ * Within the subscription a stream's order is fixed when it opens, from its
+ * rank: Deno's QUIC keeps the bytes a stream was given after we closed it and
+ * lets nobody change its order then, so a newer group must outrank an older
+ * one from the start instead of demoting it later.
  */
 export class GroupStreams {
   readonly #core: SessionCore;
@@ -30,16 +35,18 @@ export class GroupStreams {
   readonly #turns: DeliveryTurns | undefined;
   readonly #latest: () => number | undefined;
   readonly #clock: () => number;
-  /** The ordering and expiry of streams started from now on. */
+  /** The ordering and expiry of the subscription's streams ({@linkcode update} changes it). */
   readonly delivery: Delivery;
-  // Streams that may expire (with a max latency), and streams of groups still arriving.
+  // Streams that may expire (with a max latency).
   readonly #sending = new Set<GroupSend>();
-  readonly #following = new Set<GroupSend>();
   #expiry: ReturnType<typeof setTimeout> | undefined;
   #inflight = 0;
-  // Streams not ended yet (those waiting for frames hold no slot), and who waits for none.
-  #open = 0;
+  // Streams not ended yet (those waiting for frames hold no slot) with their place in the
+  // subscription, and who waits for none.
+  readonly #open = new Map<GroupSend, number>();
   #drained: (() => void) | undefined;
+  // The place of the next stream: each group sent frame by frame moves it on (see #start).
+  #place = 0;
   #slotFree: (() => void) | undefined;
 
   /** Streams for subscription `id`; `latest` names the track's newest group. */
@@ -77,9 +84,25 @@ export class GroupStreams {
 
   readonly #sent = (send: GroupSend): void => {
     this.#sending.delete(send);
-    this.#following.delete(send);
-    if (--this.#open === 0) this.#drained?.();
+    this.#open.delete(send);
+    if (this.#open.size === 0) this.#drained?.();
   };
+
+  /**
+   * Takes the subscriber's new priority, order and max latency (SUBSCRIBE_UPDATE):
+   * for the streams started from now on and for those still open. A stream
+   * already closed keeps its order (see the class comment), and Deno's QUIC
+   * (quinn) moves a raised stream up only when it next schedules it, which for
+   * one waiting behind higher orders is once they are done; a lowered one
+   * moves at once.
+   */
+  update(delivery: Delivery): void {
+    const reorder = delivery.priority !== this.delivery.priority ||
+      delivery.ordered !== this.delivery.ordered;
+    Object.assign(this.delivery, delivery);
+    if (!reorder) return;
+    for (const [send, place] of this.#open) send.reorder(this.#order(place));
+  }
 
   /**
    * Starts a group's stream; a promise only when the caller must first wait
@@ -95,7 +118,7 @@ export class GroupStreams {
 
   /** Resolves once every stream started is finished or failed. */
   async drained(): Promise<void> {
-    while (this.#open > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
+    while (this.#open.size > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
   }
 
   /** Stops the expiry timer (the subscription ended). */
@@ -120,29 +143,27 @@ export class GroupStreams {
     return new Promise<void>((resolve) => (this.#slotFree = resolve));
   }
 
+  // A group sent frame by frame moves the place on, so the next group's stream outranks its
+  // stream (newest first) or ranks below it (ordered), even after its last frame was handed to
+  // the transport. Groups sent whole share the place, keeping their arrival order, as a burst is
+  // best sent. The place starts again at 0 after RANKS groups sent frame by frame.
   #start(group: CachedGroup): void {
     this.#inflight++;
     const send = new GroupSend(this.#core, this.#id, group);
-    const order = sendOrder(this.delivery.priority);
+    const place = this.#place;
+    if (!group.complete) this.#place = (place + 1) % RANKS;
     if (this.delivery.maxLatency > 0) {
       this.#sending.add(send);
       this.#armExpiry();
     }
-    this.#newestFirst(group);
-    if (!group.complete) this.#following.add(send);
-    this.#open++;
+    this.#open.set(send, place);
+    const order = this.#order(place);
     void send.run(order === 0 ? NO_ORDER : { sendOrder: order }, () => this.#freeSlot())
       .then(() => this.#sent(send));
   }
 
-  // Newest first (unless ordered): a group still arriving yields to a newer one of the
-  // subscription. Groups sent whole keep their arrival order, as a burst is best sent.
-  #newestFirst(group: CachedGroup): void {
-    if (this.delivery.ordered || this.#following.size === 0) return;
-    const yielding = yieldingOrder(this.delivery.priority);
-    for (const send of this.#following) {
-      if (send.group.sequence < group.sequence) send.reorder(yielding);
-    }
+  #order(place: number): number {
+    return sendOrder(this.delivery.priority, this.delivery.ordered ? -place : place);
   }
 
   // One timer per subscription, at the earliest time a stream being sent can expire.

@@ -1,23 +1,20 @@
 /** moq-lite's send order as QUIC stream priorities (higher is sent first). */
 
-// Priority takes the bits above 22, so a demoted stream (one less) stays above
-// every stream of a lower priority, and 255 << 22 stays within QUIC's i32.
+// Priority takes the bits from 22 up, a group's rank within its subscription the signed 21 bits
+// below, so every rank of a priority stays above every rank of a lower one, and 255 << 22 plus the
+// highest rank stays within QUIC's i32.
 const PRIORITY_SHIFT = 22;
 
-/**
- * The send order of a subscription's group streams at subscriber priority
- * `priority` (0..255): higher priorities go first across the session's
- * subscriptions. Priority 0 is order 0, which spares the transport an
- * operation per stream.
- */
-export function sendOrder(priority: number): number {
-  return priority * (1 << PRIORITY_SHIFT);
-}
+/** How many ranks a subscription's group streams go through before they start again at 0. */
+export const RANKS = 1 << 21;
 
 /**
- * The order of a stream that yields to a newer group of its own
- * subscription (newest first): still above every lower priority.
+ * The send order of a group stream at subscriber priority `priority`
+ * (0..255) and `rank` within its subscription (-RANKS < rank < RANKS):
+ * higher priorities go first across the session's subscriptions, higher
+ * ranks first within one. Priority 0 at rank 0 is order 0, which spares the
+ * transport an operation per stream.
  */
-export function yieldingOrder(priority: number): number {
-  return sendOrder(priority) - 1;
+export function sendOrder(priority: number, rank = 0): number {
+  return priority * (1 << PRIORITY_SHIFT) + rank;
 }

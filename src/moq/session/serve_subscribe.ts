@@ -120,7 +120,7 @@ class ServedSubscription {
   /** Takes the subscriber's new range and priority. */
   update(u: SubscribeUpdate): void {
     this.#end = u.end;
-    Object.assign(this.#streams.delivery, delivery({ ...u, start: this.#start }, this.#producer));
+    this.#streams.update(delivery({ ...u, start: this.#start }, this.#producer));
     this.#wake.wake();
   }
 
