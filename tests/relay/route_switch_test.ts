@@ -3,9 +3,17 @@
 import assert from "node:assert/strict";
 import { createRelayMetrics } from "../../src/relay/metrics/relay_metrics.ts";
 import { RelayCore } from "../../src/relay/routing/relay_core.ts";
+import type { Timers } from "../../src/timers/mod.ts";
+import { until } from "../support/wait.ts";
 import { FakeSource, group, settle, take } from "./_fake_source.ts";
 
-function setup(orphanMs = 1000) {
+/** Timers that run gap repair's waits (500 ms) and retries (1, 2, 4, 8 s) within a millisecond. */
+const HURRIED: Timers = {
+  setTimeout: (fn, ms) => setTimeout(fn, Math.min(ms, 1)),
+  clearTimeout: (handle) => clearTimeout(handle as number),
+};
+
+function setup(orphanMs = 1000, repairTimers?: Timers) {
   const metrics = createRelayMetrics();
   const logs: string[] = [];
   const core = new RelayCore({
@@ -15,6 +23,7 @@ function setup(orphanMs = 1000) {
     idleMs: 0,
     orphanMs,
     log: (l) => logs.push(l),
+    ...(repairTimers ? { repairTimers } : {}),
   });
   return { core, metrics, logs };
 }
@@ -47,7 +56,8 @@ Deno.test("a better route takes over make-before-break: every group once, in ord
 });
 
 Deno.test("when the route's session dies the alternate is promoted and unrecoverable groups count as skips", async () => {
-  const { core, metrics, logs } = setup();
+  // A group no route can fetch counts as lost after its fifth attempt (15 s at the real waits).
+  const { core, metrics, logs } = setup(1000, HURRIED);
   const a = new FakeSource(1, "192.0.2.1:1");
   const b = new FakeSource(1, "192.0.2.2:2");
   const annA = core.routes.announce("b", a);
@@ -67,10 +77,38 @@ Deno.test("when the route's session dies the alternate is promoted and unrecover
   b.last.push(group(7));
   b.last.push(group(8));
   assert.deepEqual(await take(sub, 2), [7, 8]);
+  await until(() => logs.some((l) => l.includes("2 group(s) in 5..6 lost")), "the gap to be lost");
   assert.equal(metrics.subscriberSkipsTotal.value(), 1, "one skip over the gap");
   assert.equal(metrics.routePromotionsTotal.value(), 1);
-  assert.deepEqual(b.fetched, [5], "the gap's first group was asked of the new route, in vain");
-  assert.ok(logs.some((l) => l.includes("2 group(s) in 5..6 lost")), logs.join("\n"));
+  assert.deepEqual(b.fetched, [5, 5, 5, 5, 5], "the gap's first group was asked for five times");
+  sub.close();
+});
+
+Deno.test("a group whose FETCH failed through a dying route is fetched through the next one", async () => {
+  // Real timers: the gap is fetched 500 ms after it opened, the failed group again 1 s later or
+  // as soon as a new route delivers.
+  const { core, metrics, logs } = setup(5000);
+  const a = new FakeSource(1, "192.0.2.1:1");
+  const b = new FakeSource(1, "192.0.2.2:2");
+  const annA = core.routes.announce("b", a);
+  const sub = (await core.source("b", "t")).cursor(undefined, 16);
+  for (const i of [1, 2, 3, 4, 6]) a.last.push(group(i));
+  assert.deepEqual(await take(sub, 5), [1, 2, 3, 4, 6]);
+  // Group 5 was lost on the link; its FETCH goes through a session that is dying.
+  await until(() => a.fetched.includes(5), "the gap's FETCH through the first route");
+  a.dead = true;
+  a.last.end(new Error("connection lost"));
+  annA.end();
+  // The publisher comes back by another route, whose ledger has group 5.
+  b.held.set(5, group(5));
+  core.routes.announce("b", b);
+  await until(() => b.upstreams.length === 1, "the move to the new route");
+  assert.equal(b.upstreams[0]?.start, 5, "the new route is asked from the group still missing");
+  b.last.push(group(7));
+  assert.deepEqual((await take(sub, 2)).sort(), [5, 7]);
+  assert.ok(b.fetched.includes(5), "the failed group was fetched again through the new route");
+  assert.equal(metrics.subscriberSkipsTotal.value(), 0, logs.join("\n"));
+  assert.ok(!logs.some((l) => l.includes("group(s) in")), logs.join("\n"));
   sub.close();
 });
 

@@ -8,6 +8,7 @@ import {
 import type { RelayMetrics } from "../metrics/mod.ts";
 import { activeTracer, recordAttributes, SpanKind } from "../../tracing/mod.ts";
 import { GapRepair } from "./gap_repair.ts";
+import type { Timers } from "../../timers/mod.ts";
 import type { RouteSource } from "./route_table.ts";
 import {
   closeQuietly,
@@ -41,6 +42,8 @@ export interface DistributorOptions {
   readonly metrics: RelayMetrics;
   /** Clock in ms (injected). */
   readonly now: () => number;
+  /** Timers of gap repair's waits and retries (default the global ones). */
+  readonly repairTimers?: Timers;
   /** Called with each group's size as it arrives and the source it came through (route bitrate). */
   readonly onBytes?: (source: RouteSource, bytes: number) => void;
   /** Opens an upstream subscription through another route, from group `start` ({@link TrackDistributor.switchTo}). */
@@ -164,6 +167,7 @@ export class TrackDistributor {
       fetchMissing: options.fetchMissing,
       metrics: m,
       now: options.now,
+      ...(options.repairTimers ? { timers: options.repairTimers } : {}),
       label: this.#trackLabel.track,
       log: options.log,
     });

@@ -1,6 +1,7 @@
 import { DeliveryGaps, type GroupFetcher, type TrackProducer } from "../../moq/mod.ts";
 import type { RelayMetrics } from "../metrics/mod.ts";
 import { stamped } from "./upstream_track.ts";
+import { systemTimers, type Timers } from "../../timers/mod.ts";
 
 /**
  * How long a gap in what the upstream delivered may stay open before the
@@ -36,6 +37,8 @@ export interface GapRepairOptions {
   readonly metrics: RelayMetrics;
   /** Clock in ms. */
   readonly now: () => number;
+  /** Timers of the repair's waits and retries (default the global ones; tests pass faster ones). */
+  readonly timers?: Timers;
   /** `/path/track`, for log lines. */
   readonly label: string;
   /** Logs a line. */
@@ -57,13 +60,15 @@ export class GapRepair {
   readonly #attempts = new Map<number, number>();
   // Those of them waiting for their next attempt.
   readonly #waiting = new Set<number>();
-  #timer: ReturnType<typeof setTimeout> | undefined;
-  #retryTimer: ReturnType<typeof setTimeout> | undefined;
+  readonly #timers: Timers;
+  #timer: unknown;
+  #retryTimer: unknown;
   #stopped = false;
 
   /** Starts with no gap open. */
   constructor(options: GapRepairOptions) {
     this.#opts = options;
+    this.#timers = options.timers ?? systemTimers;
     this.#gaps = new DeliveryGaps(GAP_REPAIR_WAIT_MS, options.now);
   }
 
@@ -95,8 +100,8 @@ export class GapRepair {
   /** Stops the timers and every fetch in flight. */
   stop(): void {
     this.#stopped = true;
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer);
+    if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
+    if (this.#retryTimer !== undefined) this.#timers.clearTimeout(this.#retryTimer);
     this.#aborts.abort();
   }
 
@@ -105,7 +110,7 @@ export class GapRepair {
     if (this.#timer !== undefined || this.#stopped) return;
     const at = this.#gaps.nextDeadline();
     if (at === undefined) return;
-    this.#timer = setTimeout(() => {
+    this.#timer = this.#timers.setTimeout(() => {
       this.#timer = undefined;
       this.#repair(this.#gaps.expired());
       this.#arm();
@@ -124,7 +129,7 @@ export class GapRepair {
 
   // Asks again for every group waiting for another attempt.
   #retry(): void {
-    if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer);
+    if (this.#retryTimer !== undefined) this.#timers.clearTimeout(this.#retryTimer);
     this.#retryTimer = undefined;
     if (this.#waiting.size === 0 || this.#stopped) return;
     const sequences = [...this.#waiting].sort((a, b) => a - b);
@@ -162,7 +167,7 @@ export class GapRepair {
     }
     if (lost.length > 0) this.#lost(ranges(lost), "no route could fetch them");
     if (fewest === Infinity || this.#retryTimer !== undefined) return;
-    this.#retryTimer = setTimeout(() => {
+    this.#retryTimer = this.#timers.setTimeout(() => {
       this.#retryTimer = undefined;
       this.#retry();
     }, GAP_RETRY_FIRST_MS * 2 ** (fewest - 1));

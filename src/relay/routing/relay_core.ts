@@ -1,6 +1,6 @@
 import { errorText } from "../../error_text/mod.ts";
 import { MoqError, TrackProducer } from "../../moq/mod.ts";
-import { withDeadline } from "../../timers/mod.ts";
+import { type Timers, withDeadline } from "../../timers/mod.ts";
 import {
   activeTracer,
   type Span,
@@ -55,6 +55,8 @@ export interface RelayCoreOptions {
   readonly cacheBytes?: number;
   /** Clock in ms. */
   readonly now: () => number;
+  /** Timers of gap repair's waits and retries (default the global ones; tests pass faster ones). */
+  readonly repairTimers?: Timers;
   /** How long a track's upstream is kept with no subscriber, ms (default 5000). */
   readonly idleMs?: number;
   /**
@@ -285,6 +287,7 @@ export class RelayCore {
       }),
       metrics: this.#opts.metrics,
       now: this.#opts.now,
+      ...(this.#opts.repairTimers ? { repairTimers: this.#opts.repairTimers } : {}),
       onBytes: (from, n) => this.routes.delivered(path, from, n),
       open: (to, from) => this.#subscribe(path, track, to, from),
       onUpstreamEnd: (from) => this.#upstreamEnded(d, from),
