@@ -13,6 +13,7 @@ import {
 } from "../../src/moq/mod.ts";
 import { dialNet, dialOurs, seeAnnounced } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
+import { families, sampleValue } from "../support/prometheus.ts";
 import { startTestRelay, type TestRelay } from "../support/test_relay.ts";
 
 const enc = new TextEncoder();
@@ -209,6 +210,41 @@ Deno.test("relay: FETCH of a group being written answers what exists and continu
     group.finish();
     const got = await fetching;
     assert.deepEqual(got.frames.map((f) => dec.decode(f)), ["f1", "f2"]);
+  }));
+
+Deno.test("relay: egress_bytes_total counts every payload byte a subscriber read, frames after the hand-over and FETCH answers too", () =>
+  withPublisher(async ({ relay, producer, subscriber }) => {
+    const s = await subscriber();
+    const it = s.subscribe(PATH, TRACK, { partial: true })[Symbol.asyncIterator]();
+    await warm(producer, it, 1);
+    const group = new LiveFrames(0n);
+    group.push(new Uint8Array(1000));
+    producer.writeGroup(2, group);
+    const got = await next(it);
+    assert.ok(got.live, "handed over at its first frame");
+    // Four more frames, each forwarded after the group went to the subscriber's stream.
+    for (let i = 2; i <= 5; i++) {
+      group.push(new Uint8Array(1000 * i));
+      await framesIn(got.live, i);
+    }
+    group.finish();
+    while (got.live.state === "open") await got.live.changed();
+    const payload = (frames: Uint8Array[]) => frames.reduce((n, f) => n + f.length, 0);
+    const fetched = await s.fetch(PATH, TRACK, 2);
+    const read = "warm".length + payload(got.frames) + payload(fetched.frames);
+    assert.equal(read, 4 + 2 * 15_000);
+    const egress = async () => {
+      const f = families(await (await relay.get("/metrics")).text());
+      return sampleValue(f, "sluice_relay_egress_bytes_total", { track: `/${PATH}/${TRACK}` });
+    };
+    // The relay counts a write once the transport took it, which may come just after the
+    // subscriber read it: a few more looks (up to 10 s, far more than it takes).
+    let counted = await egress();
+    for (let i = 0; i < 400 && counted !== read; i++) {
+      await new Promise((r) => setTimeout(r, 25));
+      counted = await egress();
+    }
+    assert.equal(counted, read, `egress_bytes_total ${counted}, the subscriber read ${read} B`);
   }));
 
 Deno.test("relay: a group its publisher abandons (stream reset, over WebSocket) is reset downstream", () =>

@@ -1,6 +1,6 @@
 /** Sending a served subscription's groups, one uni stream each, a bounded number at once. */
 import type { StreamOptions } from "../../transport/mod.ts";
-import type { CachedGroup } from "../track/mod.ts";
+import type { CachedGroup, TrackProducer } from "../track/mod.ts";
 import type { SessionCore } from "./core.ts";
 import type { DeliveryTurns } from "./delivery_turns.ts";
 import { GroupSend } from "./send_group.ts";
@@ -15,6 +15,9 @@ export interface Delivery {
   /** A group older than this many ms, not the latest, is not started or is reset; 0: never. */
   maxLatency: number;
 }
+
+/** The track a subscription is served from: its newest group, and who is told what was sent. */
+export type ServedTrack = Pick<TrackProducer, "latest" | "sent">;
 
 /**
  * The group streams of one served subscription: at most `maxGroupsInFlight`
@@ -33,7 +36,7 @@ export class GroupStreams {
   readonly #id: bigint;
   readonly #max: number;
   readonly #turns: DeliveryTurns | undefined;
-  readonly #latest: () => number | undefined;
+  readonly #track: ServedTrack;
   readonly #clock: () => number;
   /** The ordering and expiry of the subscription's streams ({@linkcode update} changes it). */
   readonly delivery: Delivery;
@@ -49,12 +52,12 @@ export class GroupStreams {
   #place = 0;
   #slotFree: (() => void) | undefined;
 
-  /** Streams for subscription `id`; `latest` names the track's newest group. */
+  /** Streams for subscription `id` of `track`. */
   constructor(
     core: SessionCore,
     id: bigint,
     delivery: Delivery,
-    latest: () => number | undefined,
+    track: ServedTrack,
     clock: () => number = Date.now,
   ) {
     this.#core = core;
@@ -62,7 +65,7 @@ export class GroupStreams {
     this.#max = Math.max(1, core.options.maxGroupsInFlight ?? 16);
     this.#turns = core.options.deliveryTurns;
     this.delivery = delivery;
-    this.#latest = latest;
+    this.#track = track;
     this.#clock = clock;
   }
 
@@ -70,7 +73,7 @@ export class GroupStreams {
   expired(group: CachedGroup): boolean {
     const max = this.delivery.maxLatency;
     if (max <= 0 || this.#clock() - group.writtenAt <= max) return false;
-    const latest = this.#latest();
+    const latest = this.#track.latest;
     return latest !== undefined && group.sequence < latest;
   }
 
@@ -149,7 +152,7 @@ export class GroupStreams {
   // best sent. The place starts again at 0 after RANKS groups sent frame by frame.
   #start(group: CachedGroup): void {
     this.#inflight++;
-    const send = new GroupSend(this.#core, this.#id, group);
+    const send = new GroupSend(this.#core, this.#id, group, (n) => this.#track.sent(group, n));
     const place = this.#place;
     if (!group.complete) this.#place = (place + 1) % RANKS;
     if (this.delivery.maxLatency > 0) {

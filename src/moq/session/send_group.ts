@@ -16,17 +16,22 @@ export class GroupSend {
   readonly group: CachedGroup;
   readonly #core: SessionCore;
   readonly #id: bigint;
+  readonly #sent: (bytes: number) => void;
   #writer: WritableStreamDefaultWriter<Uint8Array> | undefined;
   #setOrder: ((order: number) => void) | undefined;
   #order: number | undefined;
   #aborted = false;
   #wakeAbort: (() => void) | undefined;
 
-  /** A send of `group` for subscription `id`; {@linkcode run} starts it. */
-  constructor(core: SessionCore, id: bigint, group: CachedGroup) {
+  /**
+   * A send of `group` for subscription `id`; {@linkcode run} starts it.
+   * `sent` is told the payload bytes of each write the stream took.
+   */
+  constructor(core: SessionCore, id: bigint, group: CachedGroup, sent: (bytes: number) => void) {
     this.#core = core;
     this.#id = id;
     this.group = group;
+    this.#sent = sent;
   }
 
   /** Changes the stream's send order (at once, or once it is open). */
@@ -96,6 +101,7 @@ export class GroupSend {
     await writer.close();
     core.stats.bytesSent += bytes.length;
     core.stats.groupsSent++;
+    this.#sent(this.group.size);
   }
 
   // Frames so far, then each as it arrives, until the group ends.
@@ -111,9 +117,11 @@ export class GroupSend {
         const bytes = sent === 0
           ? group.stream(core.version, this.#id)
           : group.encodedFrom(core.version, sent);
+        const payload = group.bytesOf(sent, count);
         sent = count;
         await writer.write(bytes);
         core.stats.bytesSent += bytes.length;
+        this.#sent(payload);
       }
       if (this.#aborted) return;
       if (!live) break;

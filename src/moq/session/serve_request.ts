@@ -81,37 +81,48 @@ export async function serveTrack(core: SessionCore, r: StreamReader, w: Sender):
 export async function serveFetch(core: SessionCore, r: StreamReader, w: Sender): Promise<void> {
   const m = decodeFetch(await r.message("FETCH", MAX_CONTROL_MESSAGE));
   const decision = await decide(core, "fetch", normalizePath(m.path), m.track);
+  const track = decision instanceof TrackProducer ? decision : undefined;
   let group;
   try {
-    group = decision instanceof TrackProducer
-      ? await decision.fetch(m.group, core.abort.signal)
-      : undefined;
+    group = await track?.fetch(m.group, core.abort.signal);
   } catch (err) {
     core.log("fetch", `fetching group ${m.group} failed: ${errorText(err)}`);
   }
-  if (!group) {
+  if (!track || !group) {
     w.abort(refusalReason(decision === "unauthorized" ? decision : "not-found"));
     return;
   }
-  await writeFetched(core, w, group);
+  await writeFetched(core, w, group, track);
 }
 
 // A complete group in one write; one still arriving as its frames so far, then each as it
-// comes (reset if its publisher abandons it).
-async function writeFetched(core: SessionCore, w: Sender, group: CachedGroup): Promise<void> {
-  if (group.complete) await w.write(group.encoded(core.version));
+// comes (reset if its publisher abandons it). The track is told the payload bytes sent.
+async function writeFetched(
+  core: SessionCore,
+  w: Sender,
+  group: CachedGroup,
+  track: TrackProducer,
+): Promise<void> {
+  if (group.complete) {
+    await w.write(group.encoded(core.version));
+    track.sent(group, group.size);
+  }
   let sent = 0;
   for (let live = group.live; live; live = group.live) {
     if (live.state === "reset") return w.abort(refusalReason("not-found"));
     const count = group.frames.length;
     if (count > sent) {
       const bytes = group.encodedFrom(core.version, sent);
+      const payload = group.bytesOf(sent, count);
       sent = count;
       await w.write(bytes);
+      track.sent(group, payload);
     } else await live.changed();
   }
   if (sent > 0 && sent < group.frames.length) {
+    const count = group.frames.length;
     await w.write(group.encodedFrom(core.version, sent));
+    track.sent(group, group.bytesOf(sent, count));
   }
   await w.close();
 }

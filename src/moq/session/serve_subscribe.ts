@@ -111,7 +111,7 @@ class ServedSubscription {
     this.#halt.signal.addEventListener("abort", this.#wake.wake, { once: true });
     this.#cursor = producer.cursor(m.start, core.options.maxGroupQueue ?? 16);
     this.#gaps = new DeliveryGaps(core.options.lateGroupWaitMs ?? LATE_GROUP_WAIT_MS);
-    this.#streams = new GroupStreams(core, m.id, delivery(m, producer), () => producer.latest);
+    this.#streams = new GroupStreams(core, m.id, delivery(m, producer), producer);
   }
 
   /** Ends the serving loop (the peer is done, or the session ended). */
@@ -216,6 +216,7 @@ class ServedSubscription {
   // Sends the group as a datagram if it can go as one, and remembers it as the tail.
   async #sendDatagram(group: CachedGroup): Promise<boolean> {
     if (!(await sendDatagram(this.#core, this.#id, group))) return false;
+    this.#producer.sent(group, group.size);
     if (!this.#tail || group.sequence > this.#tail.sequence) {
       this.#tail = group;
       this.#tailAt = Date.now() + DATAGRAM_TAIL_MS;

@@ -91,6 +91,14 @@ export class CachedGroup {
     return frames;
   }
 
+  /** Payload bytes of frames `from` up to `to` (exclusive; default: the frames so far). */
+  bytesOf(from: number, to: number = this.frames.length): number {
+    const frames = this.frames;
+    let n = 0;
+    for (let i = from; i < to; i++) n += frames[i]?.length ?? 0;
+    return n;
+  }
+
   /** Total payload bytes. */
   get size(): number {
     const live = this.live;

@@ -12,6 +12,13 @@ export interface TrackObserver {
   /** A cursor handed `group` to its subscriber. */
   delivered?(group: CachedGroup): void;
   /**
+   * `bytes` payload bytes of `group` went to a subscriber: on a subscription's
+   * stream (frame by frame while the group arrives) or as a datagram, or in a
+   * FETCH answer. Told by the sessions serving the track, as they hand the
+   * bytes to the transport ({@linkcode TrackProducer.sent}).
+   */
+  sent?(group: CachedGroup, bytes: number): void;
+  /**
    * A cursor withheld `count` groups from its subscriber: `forward` when it
    * skipped forward because the subscriber fell behind, false for a late
    * group that arrived below the point it had skipped to.

@@ -198,6 +198,14 @@ export class TrackProducer {
     return true;
   }
 
+  /**
+   * Tells the observer that `bytes` payload bytes of `group` went to a
+   * subscriber (the sessions serving the track call it as they send).
+   */
+  sent(group: CachedGroup, bytes: number): void {
+    if (bytes > 0) this.#observer?.sent?.(group, bytes);
+  }
+
   /** True when group `sequence` was written, or is too far below the highest to tell. */
   has(sequence: number): boolean {
     return this.#seen.check(sequence) !== "new";

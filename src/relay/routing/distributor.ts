@@ -152,10 +152,10 @@ export class TrackDistributor {
           if (this.#subscribers === 0) this.#arm();
         },
         // Once per group per subscriber: series bound once, not looked up by label each time.
-        delivered: (group) => {
-          egress(group.size);
-          delivery(Math.max(0, this.#opts.now() - group.writtenAt) / 1000);
-        },
+        delivered: (group) => delivery(Math.max(0, this.#opts.now() - group.writtenAt) / 1000),
+        // Every payload byte a subscriber's session hands its transport, frames that follow
+        // a cut-through group's hand-over and FETCH answers included.
+        sent: (_group, bytes) => egress(bytes),
         // The spec's count: subscribers skipped forward, not the groups they passed over.
         skipped: (_count, forward) => {
           if (forward) m.subscriberSkipsTotal.inc();
