@@ -73,6 +73,8 @@ class GroupReading {
     let first: bigint | undefined;
     // The end-of-stream check still pending from a hand-over decision.
     let pending: Promise<boolean> | undefined;
+    // Set once the event-loop turn of the first frame is over.
+    let turnPassed = false;
     for (;;) {
       const done = pending ?? r.done();
       pending = undefined;
@@ -88,11 +90,18 @@ class GroupReading {
       }
       frames.push(frame);
       stamps.push(ts);
-      if (!this.#sub.partial || r.buffered > 0) continue;
-      // Nothing more is here yet: a group whose end comes within this turn still goes
-      // whole (one-frame groups mostly do), else it goes on now and frames follow.
-      pending = r.done();
-      if (await Promise.race([pending, turnOver()]) !== undefined) continue;
+      if (!this.#sub.partial) continue;
+      // A group whose end comes within the turn of its first frame still goes whole (one-frame
+      // groups mostly do), else it goes on and frames follow: at once when nothing more is here,
+      // and at the next frame once that turn is over. A stream that always has more bytes
+      // waiting (a congested link delivers a group as fast as it can) would otherwise keep
+      // its group until its end.
+      if (frames.length === 1) afterTurn(() => (turnPassed = true));
+      if (!turnPassed) {
+        if (r.buffered > 0) continue;
+        pending = r.done();
+        if (await Promise.race([pending, turnOver()]) !== undefined) continue;
+      }
       this.#handOver(frames, stamps);
     }
     if (this.live) return this.live.finish();
