@@ -25,6 +25,7 @@ export {
   accept,
   type AdmitDecision,
   connect,
+  type FetchOptions,
   MAX_DATAGRAM_BODY,
   type MoqAcceptOptions,
   MoqSession,

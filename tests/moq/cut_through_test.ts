@@ -1,7 +1,8 @@
 /**
  * Cut-through at the session level: groups handed over at their first frame
- * (`partial`), the size budgets against a publisher that never ends its
- * groups, and expiry by the subscriber's max latency.
+ * (`partial`, for a subscription or a FETCH), the size budgets against a
+ * publisher that never ends its groups, and expiry by the subscriber's max
+ * latency.
  */
 import assert from "node:assert/strict";
 import {
@@ -103,6 +104,51 @@ Deno.test("cut-through: groups left open share the session's budget; the one pas
     assert.equal(first.live!.state, "done");
     producer.writeGroup(4, FRAME);
     assert.equal((await next(it)).sequence, 4);
+  } finally {
+    await p.stop();
+  }
+});
+
+Deno.test("cut-through: a partial FETCH answers a group being written at its first frame, within the budgets", async () => {
+  const producer = new TrackProducer();
+  const p = await pair(producer, { maxGroupSize: 1000 });
+  const text = (g: ReceivedGroup) => g.frames.map((f) => new TextDecoder().decode(f));
+  try {
+    const group = new LiveFrames(0n);
+    group.push(new TextEncoder().encode("f1"));
+    producer.writeGroup(1, group);
+    const got = await p.subscriber.fetch("feed", "t", 1, { partial: true });
+    assert.ok(got.live, "handed over while still being written");
+    assert.deepEqual(text(got), ["f1"]);
+    assert.equal(group.frames.length, 1, "before the publisher wrote frame 2");
+    group.push(new TextEncoder().encode("f2"));
+    while (got.frames.length < 2) await got.live.changed();
+    group.finish();
+    await ended(got.live);
+    assert.equal(got.live.state, "done");
+    assert.deepEqual(text(got), ["f1", "f2"]);
+    // A group that grows past the group budget is reset, like a subscription's.
+    const hostile = new LiveFrames(0n);
+    hostile.push(FRAME);
+    producer.writeGroup(2, hostile);
+    const big = await p.subscriber.fetch("feed", "t", 2, { partial: true });
+    for (let i = 0; i < 5; i++) hostile.push(FRAME);
+    await ended(big.live!);
+    assert.equal(big.live!.state, "reset");
+    assert.ok(big.frames.length <= 2, `held ${big.frames.length} frames`);
+    // A FETCH that wants the group whole still gets it complete.
+    const whole = await p.subscriber.fetch("feed", "t", 1);
+    assert.equal(whole.live, undefined);
+    assert.deepEqual(text(whole), ["f1", "f2"]);
+    // Cancelled once handed over: the group is reset, not taken as ended.
+    const open = new LiveFrames(0n);
+    open.push(FRAME);
+    producer.writeGroup(3, open);
+    const cancel = new AbortController();
+    const left = await p.subscriber.fetch("feed", "t", 3, { partial: true, signal: cancel.signal });
+    cancel.abort();
+    await ended(left.live!);
+    assert.equal(left.live!.state, "reset");
   } finally {
     await p.stop();
   }

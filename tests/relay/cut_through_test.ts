@@ -1,8 +1,9 @@
 // Cut-through through the relay: a group is a stream of frames end to end.
 // Each frame reaches subscribers while the publisher has not written the next
 // one, a subscriber joining mid-group gets the group from its first frame,
-// FETCH of a group being written answers what exists and continues, and a
-// group its publisher abandons is reset downstream.
+// FETCH of a group being written answers what exists and continues (also when
+// the relay forwards it upstream), and a group its publisher abandons is reset
+// downstream.
 import assert from "node:assert/strict";
 import * as Net from "@moq/net";
 import {
@@ -13,6 +14,7 @@ import {
 } from "../../src/moq/mod.ts";
 import { dialNet, dialOurs, seeAnnounced } from "../support/moq.ts";
 import { quiet } from "../support/quiet.ts";
+import { within } from "../support/wait.ts";
 import { families, sampleValue } from "../support/prometheus.ts";
 import { startTestRelay, type TestRelay } from "../support/test_relay.ts";
 
@@ -246,6 +248,73 @@ Deno.test("relay: egress_bytes_total counts every payload byte a subscriber read
     }
     assert.equal(counted, read, `egress_bytes_total ${counted}, the subscriber read ${read} B`);
   }));
+
+// Group `sequence` being written upstream, one frame in, and a newer group after it: a
+// subscription the relay opens now starts at the newer one, so the relay never holds
+// `sequence` and a FETCH of it must go upstream.
+function writtenUpstreamOnly(producer: TrackProducer, sequence: number): LiveFrames {
+  const group = new LiveFrames(0n);
+  group.push(frame("f1"));
+  producer.writeGroup(sequence, group);
+  producer.writeGroup(sequence + 1, frame("newer"));
+  return group;
+}
+
+Deno.test("relay: a FETCH it forwards upstream reads frame 1 before the publisher wrote frame 2", () =>
+  withPublisher(async ({ producer, subscriber }) => {
+    const group = writtenUpstreamOnly(producer, 5);
+    const s = await subscriber();
+    const got = await within(s.fetch(PATH, TRACK, 5, { partial: true }), 30_000, "frame 1");
+    assert.ok(got.live, "handed over while still being written");
+    assert.deepEqual(got.frames.map((f) => dec.decode(f)), ["f1"]);
+    assert.equal(group.frames.length, 1, "frame 2 not written yet");
+    group.push(frame("f2"));
+    await framesIn(got.live, 2);
+    group.push(frame("f3"));
+    group.finish();
+    while (got.live.state === "open") await got.live.changed();
+    assert.equal(got.live.state, "done");
+    assert.deepEqual(got.frames.map((f) => dec.decode(f)), ["f1", "f2", "f3"]);
+    // A FETCH of the whole group, now complete upstream, gets all of it.
+    const whole = await s.fetch(PATH, TRACK, 5);
+    assert.deepEqual(whole.frames.map((f) => dec.decode(f)), ["f1", "f2", "f3"]);
+  }));
+
+Deno.test("relay: @moq/net's FETCH of a group still written upstream streams through the relay", () =>
+  withPublisher(async ({ relay, producer }) => {
+    const group = writtenUpstreamOnly(producer, 5);
+    const net = await dialNet(relay.port, { version: "moq-lite-05" });
+    try {
+      const broadcast = net.consume(Net.Path.from(PATH));
+      const g = await within(broadcast.fetchGroup(TRACK, 5), 30_000, "the FETCH answer");
+      const first = await within(g.readFrame(), 30_000, "frame 1");
+      assert.equal(dec.decode(first?.payload), "f1");
+      assert.equal(group.frames.length, 1, "frame 2 not written yet");
+      group.push(frame("f2"));
+      assert.equal(dec.decode((await g.readFrame())?.payload), "f2");
+      group.finish();
+      assert.equal(await g.readFrame(), undefined);
+    } finally {
+      net.close();
+    }
+  }));
+
+Deno.test("relay: a group its publisher abandons mid-FETCH (over WebSocket) is reset downstream", () =>
+  withPublisher(async ({ producer, subscriber }) => {
+    const group = writtenUpstreamOnly(producer, 5);
+    const got = await within(
+      (await subscriber()).fetch(PATH, TRACK, 5, { partial: true }),
+      30_000,
+      "frame 1",
+    );
+    assert.ok(got.live);
+    group.push(frame("f2"));
+    await framesIn(got.live, 2);
+    group.reset();
+    while (got.live.state === "open") await got.live.changed();
+    assert.equal(got.live.state, "reset");
+    assert.deepEqual(got.frames.map((f) => dec.decode(f)), ["f1", "f2"]);
+  }, true));
 
 Deno.test("relay: a group its publisher abandons (stream reset, over WebSocket) is reset downstream", () =>
   withPublisher(async ({ producer, subscriber }) => {

@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
+import { LiveFrames } from "../../src/moq/mod.ts";
 import { forwardFetches, type UpstreamFetch } from "../../src/relay/routing/fetch_forward.ts";
+import { ended } from "../../src/relay/routing/upstream_track.ts";
 
 const NEVER = new AbortController().signal;
 const t = (s: string) => new TextEncoder().encode(s);
@@ -73,4 +75,37 @@ Deno.test("forwardFetches: no route is 'not there'; a requester that leaves stop
   up.open.get(4)!.ok();
   assert.deepEqual((await stays)?.frames, [t("g4")], "the shared request finished for the others");
   assert.deepEqual(up.asked, [4]);
+});
+
+Deno.test("forwardFetches passes on a group still arriving, shares it and holds its place until it ends", async () => {
+  const groups = new Map<number, LiveFrames>();
+  const asked: [number, boolean | undefined][] = [];
+  const signals: AbortSignal[] = [];
+  const fetch: UpstreamFetch = (_track, group, options) => {
+    asked.push([group, options.partial]);
+    if (options.signal) signals.push(options.signal);
+    const live = new LiveFrames(5n);
+    live.push(t(`g${group} f1`));
+    groups.set(group, live);
+    return Promise.resolve({ sequence: group, frames: live.frames, live, exactTimestamp: 5n });
+  };
+  // A short deadline, so that the quiet upstream below is given up on without the shipped 10 s.
+  const fetchMissing = forwardFetches(() => fetch, "video", { maxInflight: 1, timeoutMs: 200 });
+  const got = await fetchMissing(3, NEVER);
+  assert.deepEqual(asked, [[3, true]], "asked for the group from its first frame");
+  assert.equal(got?.frames, groups.get(3), "passed on at its first frame");
+  assert.equal(got?.timestamp, 5n);
+  // While it arrives, another requester shares it, and another group waits for the one place.
+  assert.equal((await fetchMissing(3, NEVER))?.frames, groups.get(3));
+  const other = fetchMissing(4, NEVER);
+  await tick();
+  assert.deepEqual(asked, [[3, true]]);
+  groups.get(3)!.push(t("g3 f2"));
+  groups.get(3)!.finish();
+  assert.equal((await other)?.frames, groups.get(4), "its place came free when it ended");
+  // An upstream that then sends nothing for the deadline is cancelled, and the group reset.
+  await ended(groups.get(4)!);
+  assert.equal(groups.get(4)!.state, "reset");
+  assert.equal(signals[1]?.aborted, true);
+  assert.equal(signals[0]?.aborted, false, "a group that ended is not cancelled");
 });

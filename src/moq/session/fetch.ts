@@ -1,8 +1,7 @@
 /** The consuming side's one-shot requests: a track's properties (TRACK) and one group (FETCH). */
-import { concatBytes, DecodeError, encodeVarint, zigzagDecode } from "../../wire/mod.ts";
+import { concatBytes, DecodeError, encodeVarint } from "../../wire/mod.ts";
 import {
   BidiType,
-  checkTimestamp,
   decodeTrackInfo,
   encodeFetch,
   encodeTrackRequest,
@@ -15,7 +14,8 @@ import { normalizePath } from "../../path/mod.ts";
 import { wirePath } from "../path.ts";
 import type { SessionCore } from "./core.ts";
 import { openRequest } from "./request_stream.ts";
-import type { ReceivedGroup } from "./types.ts";
+import { GroupReading } from "./receive_group.ts";
+import type { FetchOptions, ReceivedGroup } from "./types.ts";
 
 /**
  * Asks the peer for a track's properties (lite-05 TRACK); rejects with
@@ -51,63 +51,75 @@ export async function requestTrackInfo(
   }
 }
 
-/** Fetches one group of the peer's track; rejects with MoqError("not-found"). */
+/**
+ * Fetches one group of the peer's track; rejects with MoqError("not-found").
+ * The answer is read as a group stream is, within the same budgets (frame,
+ * group, and the session's bytes of groups still arriving); with `partial`
+ * a group still being written is handed over at its first frame and
+ * followed frame by frame, and reset if its stream fails or `signal` aborts.
+ */
 export async function fetchGroup(
   core: SessionCore,
   path: string,
   track: string,
   group: number,
-  options: { priority?: number; signal?: AbortSignal },
+  options: FetchOptions,
 ): Promise<ReceivedGroup> {
   const canonical = normalizePath(path);
   if (core.version === "moq-lite-05") await requestTrackInfo(core, canonical, track);
   const { r, w } = await openRequest(core, 50);
-  const onAbort = () => r.cancel();
-  options.signal?.addEventListener("abort", onAbort, { once: true });
-  try {
-    await w.write(concatBytes([
-      encodeVarint(BidiType.Fetch),
-      encodeFetch({ path: wirePath(canonical), track, priority: options.priority ?? 0, group }),
-    ]));
-    await w.close();
-    const frames: Uint8Array[] = [];
-    let ts = 0n;
-    let first: bigint | undefined;
-    let total = 0;
-    const maxGroup = core.options.maxGroupSize ?? 64 << 20;
-    try {
-      while (!(await r.done())) {
-        if (core.version === "moq-lite-05") {
-          ts = checkTimestamp(ts + zigzagDecode(await r.u62("timestamp delta")));
-          first ??= ts;
-        }
-        const size = await r.u53("frame size");
-        total += size;
-        if (total > maxGroup) throw new DecodeError("too-large", "FETCH response over the limit");
-        frames.push(await r.bytes(size, "frame"));
-      }
-    } catch (err) {
-      if (err instanceof DecodeError && err.kind !== "truncated") throw err;
-      throw new MoqError(
-        refusedAs(core, err),
-        `Group ${group} of "${canonical}" "${track}" not available`,
-        {
-          cause: err,
-        },
-      );
-    }
-    // Deno cannot reset with a code, so a refusal reads as an empty FIN.
-    if (frames.length === 0) {
-      throw new MoqError(
-        "not-found",
-        `Group ${group} of "${canonical}" "${track}" not available`,
-      );
-    }
-    return { sequence: group, frames, timestamp: Number(first ?? 0n), exactTimestamp: first ?? 0n };
-  } finally {
-    options.signal?.removeEventListener("abort", onAbort);
+  const missing = (cause?: unknown) =>
+    new MoqError(
+      cause === undefined ? "not-found" : refusedAs(core, cause),
+      `Group ${group} of "${canonical}" "${track}" not available`,
+      cause === undefined ? undefined : { cause },
+    );
+  let answer: ReceivedGroup | undefined;
+  let answered!: () => void;
+  const handedOver = new Promise<void>((resolve) => (answered = resolve));
+  let aborted = false;
+  const reading = new GroupReading(core, group, {
+    partial: options.partial ?? false,
+    deliver: (g) => {
+      if (aborted) return; // a cancelled stream reads as ended: what came is not the group
+      answer = g;
+      answered();
+    },
+  });
+  // A group handed over is reset before its cancelled stream reads as ended.
+  const onAbort = (): void => {
+    aborted = true;
+    reading.live?.reset();
     r.cancel();
+  };
+  options.signal?.addEventListener("abort", onAbort, { once: true });
+  if (options.signal?.aborted) onAbort();
+  const read = (async () => {
+    try {
+      await w.write(concatBytes([
+        encodeVarint(BidiType.Fetch),
+        encodeFetch({ path: wirePath(canonical), track, priority: options.priority ?? 0, group }),
+      ]));
+      await w.close();
+      await reading.run(r);
+    } finally {
+      core.buffered -= reading.total;
+      options.signal?.removeEventListener("abort", onAbort);
+      r.cancel();
+    }
+  })();
+  try {
+    // Settles with the group: at its first frame when it is still arriving, else at its end.
+    await Promise.race([read, handedOver]);
+  } catch (err) {
+    if (err instanceof DecodeError && err.kind !== "truncated") throw err;
+    throw missing(err);
   }
+  // The rest of a group handed over arrives meanwhile; a failure resets it.
+  read.catch(() => reading.live?.reset());
+  // Deno cannot reset with a code, so a refusal reads as an empty FIN.
+  if (!answer || answer.frames.length === 0) throw missing();
+  return answer;
 }
 
 /** What a failed request reads as: the refusal its reset code names, else not found. */

@@ -12,6 +12,7 @@ export { DELIVERY_TURN_MS, DeliveryTurns, type DeliveryTurnsOptions } from "./de
 export { DeliveryGaps } from "./delivery_gaps.ts";
 export type {
   AdmitDecision,
+  FetchOptions,
   MoqAcceptOptions,
   MoqSessionOptions,
   ReceivedGroup,

@@ -22,7 +22,13 @@ import { sendGoaway } from "./probe_goaway.ts";
 import { awaitSetup, startSetup } from "./setup.ts";
 import { subscribe } from "./subscribe.ts";
 import type { Subscription } from "./subscription.ts";
-import type { MoqSessionOptions, ReceivedGroup, SessionPolicy, SubscribeOptions } from "./types.ts";
+import type {
+  FetchOptions,
+  MoqSessionOptions,
+  ReceivedGroup,
+  SessionPolicy,
+  SubscribeOptions,
+} from "./types.ts";
 
 function toVersion(protocol: string): Version {
   if (protocol === "moq-lite-05" || protocol === "moq-lite-04") return protocol;
@@ -146,12 +152,15 @@ export class MoqSession {
     return await requestTrackInfo(this.#core, normalizePath(path), track);
   }
 
-  /** Fetches one group of the peer's track; rejects with MoqError("not-found"). */
+  /**
+   * Fetches one group of the peer's track, complete or (`partial`) from its
+   * first frame on; rejects with MoqError("not-found").
+   */
   fetch(
     path: string,
     track: string,
     group: number,
-    options: { priority?: number; signal?: AbortSignal } = {},
+    options: FetchOptions = {},
   ): Promise<ReceivedGroup> {
     return fetchGroup(this.#core, path, track, group, options);
   }

@@ -3,7 +3,7 @@ import { checkTimestamp, decodeGroupHeader, MAX_CONTROL_MESSAGE } from "../codec
 import { DecodeError, type StreamReader, zigzagDecode } from "../../wire/mod.ts";
 import { LiveFrames } from "../track/mod.ts";
 import type { SessionCore } from "./core.ts";
-import type { Subscription } from "./subscription.ts";
+import type { ReceivedGroup } from "./types.ts";
 import { afterTurn } from "../../timers/mod.ts";
 
 // Resolves (to undefined) once the current event-loop turn is over.
@@ -27,7 +27,10 @@ export async function receiveGroup(core: SessionCore, r: StreamReader): Promise<
     return;
   }
   sub._receiving(1);
-  const reading = new GroupReading(core, sub, header.sequence);
+  const reading = new GroupReading(core, header.sequence, {
+    partial: sub.partial,
+    deliver: (group) => core.deliver(sub, group),
+  });
   try {
     await reading.run(r);
   } catch (err) {
@@ -43,28 +46,42 @@ export async function receiveGroup(core: SessionCore, r: StreamReader): Promise<
   }
 }
 
-/** One group stream being read: its frames, within the budgets, and where they go. */
-class GroupReading {
+/** Where a group being read goes (a subscription, or the requester of a FETCH). */
+export interface GroupTarget {
+  /** Hand the group over at its first frame (cut-through), not at its end. */
+  readonly partial: boolean;
+  /** Takes the group: complete, or (`partial`) at its first frame with `live` to follow. */
+  deliver(group: ReceivedGroup): void;
+}
+
+/**
+ * One group stream (or FETCH answer) being read: its frames, within the
+ * budgets, and where they go. The caller releases `total` from the
+ * session's budget once the stream ended, and resets `live` if it failed.
+ */
+export class GroupReading {
   readonly #core: SessionCore;
-  readonly #sub: Subscription;
+  readonly #target: GroupTarget;
   readonly #sequence: number;
   readonly #maxFrame: number;
   readonly #maxGroup: number;
   readonly #maxBuffered: number;
-  /** The group handed over before its end (partial subscriptions). */
+  /** The group handed over before its end (`partial` targets). */
   live: LiveFrames | undefined;
   /** Payload bytes read so far (held against the session's budget). */
   total = 0;
 
-  constructor(core: SessionCore, sub: Subscription, sequence: number) {
+  /** Reads group `sequence` for `target`; {@linkcode run} reads it. */
+  constructor(core: SessionCore, sequence: number, target: GroupTarget) {
     this.#core = core;
-    this.#sub = sub;
+    this.#target = target;
     this.#sequence = sequence;
     this.#maxFrame = core.options.maxFrameSize ?? 16 << 20;
     this.#maxGroup = core.options.maxGroupSize ?? 64 << 20;
     this.#maxBuffered = core.options.maxBufferedBytes ?? 128 << 20;
   }
 
+  /** Reads the frames to the stream's end; the group is delivered at its end or its hand-over. */
   async run(r: StreamReader): Promise<void> {
     const core = this.#core;
     const frames: Uint8Array[] = [];
@@ -90,7 +107,7 @@ class GroupReading {
       }
       frames.push(frame);
       stamps.push(ts);
-      if (!this.#sub.partial) continue;
+      if (!this.#target.partial) continue;
       // A group whose end comes within the turn of its first frame still goes whole (one-frame
       // groups mostly do), else it goes on and frames follow: at once when nothing more is here,
       // and at the next frame once that turn is over. A stream that always has more bytes
@@ -128,7 +145,7 @@ class GroupReading {
     const timestamp = stamps[0] ?? 0n;
     const live = this.live = new LiveFrames(timestamp);
     frames.forEach((frame, i) => live.push(frame, stamps[i]));
-    this.#core.deliver(this.#sub, {
+    this.#target.deliver({
       sequence: this.#sequence,
       frames: live.frames,
       timestamp: Number(timestamp),
@@ -138,7 +155,7 @@ class GroupReading {
   }
 
   #deliver(frames: Uint8Array[], timestamp: bigint): void {
-    this.#core.deliver(this.#sub, {
+    this.#target.deliver({
       sequence: this.#sequence,
       frames,
       timestamp: Number(timestamp),

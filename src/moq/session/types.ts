@@ -104,9 +104,9 @@ export type AdmitDecision = boolean | SessionPolicy;
 /** A group received from the peer. */
 export interface ReceivedGroup {
   /**
-   * With {@linkcode SubscribeOptions.partial}: the group while it is still
-   * arriving (`frames` is then the frames so far); undefined for a group
-   * delivered complete.
+   * With {@linkcode SubscribeOptions.partial} (or {@linkcode FetchOptions.partial}):
+   * the group while it is still arriving (`frames` is then the frames so far);
+   * undefined for a group delivered complete.
    */
   readonly live?: LiveFrames;
   /** Absolute group sequence. */
@@ -120,6 +120,20 @@ export interface ReceivedGroup {
   readonly timestamp: number;
   /** The same timestamp, exact (nanosecond timescales exceed 2^53). */
   readonly exactTimestamp: bigint;
+}
+
+/** Options for {@linkcode MoqSession.fetch}. */
+export interface FetchOptions {
+  /** The request's priority, 0..255 (default 0). */
+  readonly priority?: number;
+  /** Cancels the request; once the group was handed over, the rest of it (it is then reset). */
+  readonly signal?: AbortSignal;
+  /**
+   * Answer with a group still being written at its first frame (cut-through):
+   * its {@linkcode ReceivedGroup.live} then follows the rest and ends "done"
+   * or "reset" (default false: the group is answered complete).
+   */
+  readonly partial?: boolean;
 }
 
 /** Options for {@linkcode MoqSession.subscribe}. */

@@ -2,6 +2,7 @@ import { MAX_TIMESTAMP, type TrackInfo } from "../codec/mod.ts";
 import { SequenceWindow } from "../sequence_window.ts";
 import { CachedGroup, type GroupFrames } from "./cached_group.ts";
 import { GroupRing } from "./group_ring.ts";
+import type { LiveFrames } from "./live_frames.ts";
 import { BelowStartLog } from "./below_start_log.ts";
 import { ChangeNotifier } from "./change_notifier.ts";
 import { type CursorSource, TrackCursor, type TrackObserver } from "./track_cursor.ts";
@@ -49,8 +50,8 @@ export interface TrackProducerOptions {
 
 /** A group read from elsewhere than the producer's cache. */
 export interface FetchedGroup {
-  /** The group's frames. */
-  readonly frames: Uint8Array | readonly Uint8Array[];
+  /** The group's frames, or those of a group still arriving (passed on as they come). */
+  readonly frames: Uint8Array | readonly Uint8Array[] | LiveFrames;
   /** Its timestamp in the track timescale (exact as a bigint). */
   readonly timestamp: number | bigint;
 }

@@ -1,13 +1,17 @@
-import { type FetchedGroup, type GroupFetcher, MoqError } from "../../moq/mod.ts";
+import { type FetchedGroup, type GroupFetcher, LiveFrames, MoqError } from "../../moq/mod.ts";
 import { withDeadline } from "../../timers/mod.ts";
 import { recordAttributes, SpanKind, traced } from "../../tracing/mod.ts";
-import type { IncomingGroup } from "./upstream_track.ts";
+import { ended, type IncomingGroup } from "./upstream_track.ts";
 
-/** Asks a broadcast's upstream session for one group of a track (a lite-05 FETCH). */
+/**
+ * Asks a broadcast's upstream session for one group of a track (a lite-05
+ * FETCH); with `partial`, a group still being written comes at its first
+ * frame, `live` following the rest.
+ */
 export type UpstreamFetch = (
   track: string,
   group: number,
-  options: { readonly signal?: AbortSignal },
+  options: { readonly signal?: AbortSignal; readonly partial?: boolean },
 ) => Promise<IncomingGroup>;
 
 /** The FETCH of a route's source, bound to it; undefined when it cannot fetch. */
@@ -22,7 +26,11 @@ export function upstreamFetch(
 export interface ForwardFetchOptions {
   /** FETCHes of one track sent upstream at once (default 16); more wait their turn. */
   readonly maxInflight?: number;
-  /** Longest wait for the upstream's answer, ms (default 10000). */
+  /**
+   * Longest wait for the upstream's answer, ms (default 10000): for its
+   * first frame, and then for each next frame or the end of a group still
+   * being written.
+   */
   readonly timeoutMs?: number;
   /** The track's broadcast, named on the `relay.upstream.fetch` spans (tracing on). */
   readonly broadcast?: string;
@@ -32,11 +40,15 @@ export interface ForwardFetchOptions {
  * What a relay's track does with a FETCH its ring of recent groups cannot
  * answer: it forwards it to the broadcast's upstream session (whichever
  * route `upstream` names at that moment), so a subscriber connected only to
- * the relay can fill a gap. Subscribers asking for the same group at once
- * share one upstream request, and at most `maxInflight` requests per track
- * are outstanding. The answer is passed on, not cached: the ring holds what
- * arrived live. No route, or an upstream that refuses, times out or fails,
- * answers "not there" (the subscriber's FETCH is refused as not found).
+ * the relay can fill a gap. A group the upstream is still writing is passed
+ * on from its first frame, each frame as it arrives, and ends (or is reset)
+ * as the upstream's does; one that sends nothing for `timeoutMs` is reset.
+ * Subscribers asking for the same group while it is being answered share
+ * one upstream request, and at most `maxInflight` requests per track are
+ * outstanding (a group still arriving holds its place until it ended). The
+ * answer is passed on, not cached: the ring holds what arrived live. No
+ * route, or an upstream that refuses, times out or fails, answers "not
+ * there" (the subscriber's FETCH is refused as not found).
  *
  * @example
  * ```ts
@@ -54,41 +66,58 @@ export function forwardFetches(
   const waiting: (() => void)[] = [];
   let inflight = 0;
 
+  const release = (): void => {
+    inflight--;
+    waiting.shift()?.();
+  };
+
   const ask = async (sequence: number): Promise<FetchedGroup | undefined> => {
     const fetch = upstream();
     if (!fetch) return undefined;
     while (inflight >= maxInflight) await new Promise<void>((resolve) => waiting.push(resolve));
     inflight++;
+    // Cancels the upstream request: when it takes too long, before or after its first frame.
+    const cancel = new AbortController();
+    let following = false;
     try {
-      // The signal cancels the request; the deadline also covers a peer that never answers
-      // the TRACK a lite-05 FETCH starts with, which the signal does not reach.
+      // The deadline also covers a peer that never answers the TRACK a lite-05 FETCH starts
+      // with, which cancelling does not reach.
       const attributes = recordAttributes(options.broadcast ?? "", track, sequence);
       const group = await traced(
         "relay.upstream.fetch",
         { kind: SpanKind.CLIENT, attributes },
         () =>
           withDeadline(
-            fetch(track, sequence, { signal: AbortSignal.timeout(timeoutMs) }),
+            fetch(track, sequence, { signal: cancel.signal, partial: true }),
             timeoutMs,
             () => new MoqError("closed", `FETCH of group ${sequence}: no answer in time`),
           ),
       );
       const timestamp = group.exactTimestamp ?? group.timestamp ?? 0;
-      return { frames: group.frames, timestamp };
+      if (!group.live) return { frames: group.frames, timestamp };
+      following = true;
+      follow(group.live, cancel, timeoutMs).finally(release);
+      return { frames: group.live, timestamp };
     } catch {
       // Not found upstream, the upstream session ended, or it took too long.
+      cancel.abort();
       return undefined;
     } finally {
-      inflight--;
-      waiting.shift()?.();
+      if (!following) release();
     }
   };
 
   return (sequence, signal) => {
     let answer = pending.get(sequence);
     if (!answer) {
-      answer = ask(sequence).finally(() => pending.delete(sequence));
-      pending.set(sequence, answer);
+      const asked = answer = ask(sequence);
+      pending.set(sequence, asked);
+      // Shared until the answer is complete: a group still arriving, until it ended.
+      const settled = async (): Promise<void> => {
+        const frames = (await asked)?.frames;
+        if (frames instanceof LiveFrames) await ended(frames);
+      };
+      void settled().finally(() => pending.delete(sequence));
     }
     // The requester may leave early; the shared request still finishes for the others.
     if (signal.aborted) return Promise.resolve(undefined);
@@ -101,4 +130,17 @@ export function forwardFetches(
       });
     });
   };
+}
+
+// Waits for a group still arriving to end; one that sends nothing for `timeoutMs` is
+// cancelled upstream (and so reset for every requester).
+async function follow(live: LiveFrames, cancel: AbortController, timeoutMs: number): Promise<void> {
+  try {
+    while (live.state === "open") {
+      await withDeadline(live.changed(), timeoutMs, () => new Error("upstream went quiet"));
+    }
+  } catch {
+    cancel.abort();
+    live.reset();
+  }
 }
