@@ -30,8 +30,21 @@ async function run(
   return text;
 }
 
-/** Installs the pinned packages (once; later calls find them). Returns the directory. */
-export async function installConformance(): Promise<string> {
+let installing: Promise<string> | undefined;
+
+/**
+ * Installs the pinned packages (once; later calls find them). Returns the directory. Runs side
+ * by side share one install: two `npm install` at once in one directory left a broken one.
+ */
+export function installConformance(): Promise<string> {
+  installing ??= install().catch((error) => {
+    installing = undefined;
+    throw error;
+  });
+  return installing;
+}
+
+async function install(): Promise<string> {
   const pkg = JSON.stringify({ private: true, type: "module", dependencies: CONFORMANCE_PACKAGES });
   const marker = `${DIR}installed.json`;
   if ((await Deno.readTextFile(marker).catch(() => "")) === pkg) return DIR;
