@@ -55,7 +55,7 @@ async function runAnnounced(
   const active = new Map<string, readonly bigint[]>();
   const request = new ClosableRequest(closing);
   try {
-    const { r, w } = await request.open(core, 200);
+    const { r, w } = await request.open(core);
     if (closing.aborted) return;
     await w.write(concatBytes([
       encodeVarint(BidiType.Announce),

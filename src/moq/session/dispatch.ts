@@ -8,6 +8,7 @@ import { receiveGroup } from "./receive_group.ts";
 import { serveAnnounce } from "./serve_announce.ts";
 import { serveFetch, serveTrack } from "./serve_request.ts";
 import { serveSubscribe } from "./serve_subscribe.ts";
+import { CONTROL_SEND_ORDER } from "./send_order.ts";
 import { receiveSetup } from "./setup.ts";
 
 /** Handles the peer's uni streams (SETUP, groups) until the transport ends. */
@@ -79,13 +80,15 @@ async function handleBidi(core: SessionCore, stream: BidiStream): Promise<void> 
   const w = new Sender(stream.writable, core.stats);
   try {
     const type = await r.u53("stream type");
+    // Answers go before every group; a FETCH's answer is a group, sent at its priority.
+    if (type !== BidiType.Fetch) stream.setSendOrder?.(CONTROL_SEND_ORDER);
     switch (type) {
       case BidiType.Announce:
         return await serveAnnounce(core, r, w);
       case BidiType.Subscribe:
-        return await serveSubscribe(core, r, w, stream);
+        return await serveSubscribe(core, r, w);
       case BidiType.Fetch:
-        return await serveFetch(core, r, w);
+        return await serveFetch(core, r, w, (order) => stream.setSendOrder?.(order));
       case BidiType.Probe:
         return await holdProbe(r, w);
       case BidiType.Goaway:

@@ -26,7 +26,7 @@ export async function requestTrackInfo(
   path: string,
   track: string,
 ): Promise<TrackInfo> {
-  const { r, w } = await openRequest(core, 100);
+  const { r, w } = await openRequest(core);
   try {
     await w.write(
       concatBytes([
@@ -67,7 +67,7 @@ export async function fetchGroup(
 ): Promise<ReceivedGroup> {
   const canonical = normalizePath(path);
   if (core.version === "moq-lite-05") await requestTrackInfo(core, canonical, track);
-  const { r, w } = await openRequest(core, 50);
+  const { r, w } = await openRequest(core);
   const missing = (cause?: unknown) =>
     new MoqError(
       cause === undefined ? "not-found" : refusedAs(core, cause),

@@ -35,7 +35,7 @@ export async function receiveGoaway(core: SessionCore, r: StreamReader, w: Sende
 
 /** Tells the peer to move to `uri` (GOAWAY). */
 export async function sendGoaway(core: SessionCore, uri: string): Promise<void> {
-  const { r, w } = await openRequest(core, 1000);
+  const { r, w } = await openRequest(core);
   try {
     await w.write(concatBytes([encodeVarint(BidiType.Goaway), encodeGoaway({ uri })]));
   } finally {

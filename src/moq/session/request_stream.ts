@@ -2,6 +2,7 @@
 import { Sender } from "../sender.ts";
 import type { StreamReader } from "../../wire/mod.ts";
 import type { SessionCore } from "./core.ts";
+import { CONTROL_SEND_ORDER } from "./send_order.ts";
 
 /** Our half of an open request stream. */
 export interface RequestStream {
@@ -11,9 +12,9 @@ export interface RequestStream {
   readonly w: Sender;
 }
 
-/** Opens a bidi request stream at the given send order. */
-export async function openRequest(core: SessionCore, sendOrder: number): Promise<RequestStream> {
-  const stream = await core.transport.openBidi({ sendOrder });
+/** Opens a bidi request stream, sent before any group ({@link CONTROL_SEND_ORDER}). */
+export async function openRequest(core: SessionCore): Promise<RequestStream> {
+  const stream = await core.transport.openBidi({ sendOrder: CONTROL_SEND_ORDER });
   return { r: core.reader(stream), w: new Sender(stream.writable, core.stats) };
 }
 
@@ -32,8 +33,8 @@ export class ClosableRequest {
   }
 
   /** Opens the stream; from now on closing ends it. */
-  async open(core: SessionCore, sendOrder: number): Promise<RequestStream> {
-    this.#stream = await openRequest(core, sendOrder);
+  async open(core: SessionCore): Promise<RequestStream> {
+    this.#stream = await openRequest(core);
     return this.#stream;
   }
 

@@ -5,6 +5,14 @@
 // highest rank stays within QUIC's i32.
 const PRIORITY_SHIFT = 22;
 
+/**
+ * The send order of control streams (setup, announcements, subscriptions and
+ * their answers, requests): before every group stream whatever its priority,
+ * so a new subscription is answered while video fills the link. The largest
+ * group order (255 << 22 plus the highest rank) stays below it.
+ */
+export const CONTROL_SEND_ORDER = 2 ** 31 - 1;
+
 /** How many ranks a subscription's group streams go through before they start again at 0. */
 export const RANKS = 1 << 21;
 

@@ -13,6 +13,7 @@ import { errorText } from "../../error_text/mod.ts";
 import { StreamError } from "../../transport/mod.ts";
 import { MoqCode } from "../errors.ts";
 import type { SessionCore } from "./core.ts";
+import { sendOrder } from "./send_order.ts";
 import type { ServeDecision, ServeRequest } from "./types.ts";
 
 /** Asks the application's serve handler; a missing or failing handler serves nothing. */
@@ -76,10 +77,16 @@ export async function serveTrack(core: SessionCore, r: StreamReader, w: Sender):
 /**
  * Answers a FETCH with one group, from the track's cache or wherever its
  * producer fetches missing groups from (the funnel's ledger, a relay's
- * upstream), or refuses it.
+ * upstream), or refuses it. The answer is a group: it goes at the FETCH's priority.
  */
-export async function serveFetch(core: SessionCore, r: StreamReader, w: Sender): Promise<void> {
+export async function serveFetch(
+  core: SessionCore,
+  r: StreamReader,
+  w: Sender,
+  setSendOrder: (order: number) => void,
+): Promise<void> {
   const m = decodeFetch(await r.message("FETCH", MAX_CONTROL_MESSAGE));
+  setSendOrder(sendOrder(m.priority));
   const decision = await decide(core, "fetch", normalizePath(m.path), m.track);
   const track = decision instanceof TrackProducer ? decision : undefined;
   let group;

@@ -1,5 +1,4 @@
 /** The serving side of SUBSCRIBE: feeds one of our tracks to the peer, group by group. */
-import type { BidiStream } from "../../transport/mod.ts";
 import { DecodeError, type StreamReader } from "../../wire/mod.ts";
 import {
   decodeSubscribe,
@@ -29,7 +28,6 @@ export async function serveSubscribe(
   core: SessionCore,
   r: StreamReader,
   w: Sender,
-  stream: BidiStream,
 ): Promise<void> {
   const m = decodeSubscribe(await r.message("SUBSCRIBE", MAX_CONTROL_MESSAGE));
   const path = normalizePath(m.path);
@@ -40,7 +38,7 @@ export async function serveSubscribe(
   }
   core.stats.subscriptionsOpened++;
   const served = new ServedSubscription(core, w, m, decision, datagramsWanted(core, path, m.track));
-  const reading = readUpdates(core, r, stream, served);
+  const reading = readUpdates(core, r, served);
   try {
     await served.run();
   } finally {
@@ -56,14 +54,12 @@ export async function serveSubscribe(
 async function readUpdates(
   core: SessionCore,
   r: StreamReader,
-  stream: BidiStream,
   served: ServedSubscription,
 ): Promise<void> {
   try {
     while (!(await r.done())) {
       const u = decodeSubscribeUpdate(await r.message("SUBSCRIBE_UPDATE", MAX_CONTROL_MESSAGE));
       served.update(u);
-      stream.setSendOrder?.(u.priority);
     }
   } catch (err) {
     if (err instanceof DecodeError) core.streamFailed("subscribe", err);

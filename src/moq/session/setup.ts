@@ -10,6 +10,7 @@ import {
 import { Sender } from "../sender.ts";
 import { errorText } from "../../error_text/mod.ts";
 import type { SessionCore } from "./core.ts";
+import { CONTROL_SEND_ORDER } from "./send_order.ts";
 
 /** Sends our SETUP (lite-05); on lite-04 there is none, so setup is done at once. */
 export function startSetup(core: SessionCore): void {
@@ -39,7 +40,7 @@ export async function awaitSetup(core: SessionCore, ms: number): Promise<boolean
 }
 
 async function sendSetup(core: SessionCore, setup: Setup): Promise<void> {
-  const stream = await core.transport.openUni({ sendOrder: 1000 });
+  const stream = await core.transport.openUni({ sendOrder: CONTROL_SEND_ORDER });
   const out = new Sender(stream.writable, core.stats);
   try {
     await out.write(concatBytes([encodeVarint(UniType.Setup), encodeSetup(setup)]));

@@ -68,7 +68,7 @@ async function runSubscribe(
       sub._accept();
     }
     if (closing.aborted) return;
-    const { r, w } = await request.open(core, 100);
+    const { r, w } = await request.open(core);
     if (closing.aborted) return request.close();
     await sendSubscribe(sub, options, w);
     sub._sendUpdate = (u) => w.write(encodeSubscribeUpdate(u));
