@@ -1,3 +1,5 @@
+import { bindHostname } from "../transport/mod.ts";
+
 /** A running HTTP server. */
 export interface RunningServer {
   /** The bound address; with port 0 the real port is here. */
@@ -10,6 +12,7 @@ export interface RunningServer {
 
 /** Options of {@link startHttpServer}. */
 export interface HttpServerOptions {
+  /** Interface to bind; "" is every interface (`::`, or `0.0.0.0` without IPv6). */
   readonly hostname: string;
   readonly port: number;
   /** PEM certificate and key to serve HTTPS; plain HTTP without them. */
@@ -37,7 +40,7 @@ export function startHttpServer(
   const controller = new AbortController();
   try {
     const server = Deno.serve({
-      hostname: options.hostname,
+      hostname: bindHostname(options.hostname),
       port: options.port,
       signal: controller.signal,
       ...(options.tls ? { cert: options.tls.cert, key: options.tls.key } : {}),

@@ -9,6 +9,7 @@
  * the moq SETUP, so for those connections admission is the moq layer's job:
  * the listener just yields the session.
  */
+import { bindHostname } from "./every_interface.ts";
 import { quicSession } from "./quic/mod.ts";
 import type { Session } from "./session.ts";
 import {
@@ -25,7 +26,7 @@ export const H3_ALPN = "h3";
 
 /** Options for {@link listen}. */
 export interface ListenOptions {
-  /** Interface to bind (default 127.0.0.1). */
+  /** Interface to bind (default 127.0.0.1; "" every interface, see {@linkcode bindHostname}). */
   readonly hostname?: string;
   /** UDP port (0 picks one; see `addr`). */
   readonly port?: number;
@@ -87,7 +88,7 @@ export interface Listener {
  */
 export function listen(options: ListenOptions): Promise<Listener> {
   const endpoint = new Deno.QuicEndpoint({
-    hostname: options.hostname ?? "127.0.0.1",
+    hostname: bindHostname(options.hostname ?? "127.0.0.1"),
     port: options.port ?? 0,
   });
   const alpn = [...options.protocols, H3_ALPN];

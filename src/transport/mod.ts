@@ -42,6 +42,14 @@ export { type Timers } from "../timers/mod.ts";
 export { type HeaderField } from "./h3/mod.ts";
 export { formatAddr, isIpLiteral } from "./address.ts";
 export {
+  bindHostname,
+  type EveryInterface,
+  everyInterface,
+  ipv4OnlyReason,
+  probeEveryInterface,
+  type ProbeListen,
+} from "./every_interface.ts";
+export {
   readUdpReceiveBuffers,
   RECOMMENDED_UDP_RECEIVE_BUFFER,
   udpReceiveBufferAdvice,

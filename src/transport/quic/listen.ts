@@ -1,10 +1,11 @@
 /** A small native QUIC listener, for tests and single-protocol servers. */
 import type { Session } from "../session.ts";
 import { quicSession } from "./session.ts";
+import { bindHostname } from "../every_interface.ts";
 
 /** Options for {@linkcode listenQuic}. */
 export interface ListenQuicOptions {
-  /** Interface to bind (default 127.0.0.1). */
+  /** Interface to bind (default 127.0.0.1; "" every interface, see `bindHostname`). */
   readonly hostname?: string;
   /** Port (0 = any). */
   readonly port?: number;
@@ -37,7 +38,7 @@ export interface QuicSessionListener extends AsyncIterable<Session> {
  */
 export function listenQuic(options: ListenQuicOptions): QuicSessionListener {
   const endpoint = new Deno.QuicEndpoint({
-    hostname: options.hostname ?? "127.0.0.1",
+    hostname: bindHostname(options.hostname ?? "127.0.0.1"),
     port: options.port ?? 0,
   });
   const listener = endpoint.listen({
