@@ -99,7 +99,13 @@ async function main(): Promise<number> {
     moqPort: listener.addr.port,
     sha256,
   });
-  const host = page.addr.hostname === "0.0.0.0" ? "localhost" : page.addr.hostname;
+  // Every interface (DEMO_ADDR=:port) is reached as localhost; an IPv6 host goes in brackets.
+  const bound = page.addr.hostname;
+  const host = bound === "0.0.0.0" || bound === "::"
+    ? "localhost"
+    : bound.includes(":")
+    ? `[${bound}]`
+    : bound;
   console.log(`Demo: open http://${host}:${port}/ in two browser tabs (Ctrl-C stops)`);
   await waitForSignal();
   await funnel.stop();

@@ -15,7 +15,7 @@ export {
 } from "./funnel.ts";
 export { ConfigError, type ConfigProblem } from "./errors.ts";
 export { type RateLimit } from "./rate_limit.ts";
-export { formatListenAddress, parseListenAddress } from "./parse.ts";
+export { describeListenAddress, formatListenAddress, parseListenAddress } from "./parse.ts";
 export {
   APPLIED_V8_FLAGS_VARIABLE,
   type GcResolution,

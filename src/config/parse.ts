@@ -8,7 +8,10 @@
 
 /** A host and port to listen on. */
 export interface ListenAddress {
-  /** Interface to bind ("0.0.0.0" for all). */
+  /**
+   * Interface to bind; "" (from `:port`) is every interface: the servers bind
+   * `::`, which takes IPv4 too, or `0.0.0.0` where the host has no IPv6.
+   */
   readonly hostname: string;
   /** Port (0 picks a free one). */
   readonly port: number;
@@ -26,14 +29,24 @@ export function parseListenAddress(text: string): ListenAddress {
       `must be host:port, :port or [ipv6]:port with a port 0..65535, got "${text}"`,
     );
   }
-  const hostname = m[1] ?? (m[2] === "" || m[2] === undefined ? "0.0.0.0" : m[2]);
-  return { hostname, port };
+  return { hostname: m[1] ?? m[2] ?? "", port };
 }
 
-/** A listen address as `host:port`, an IPv6 host in brackets (as in a URL). */
+/**
+ * A listen address as `host:port` (`:port` for every interface), an IPv6
+ * host in brackets (as in a URL).
+ */
 export function formatListenAddress(address: ListenAddress): string {
   const host = address.hostname.includes(":") ? `[${address.hostname}]` : address.hostname;
   return `${host}:${address.port}`;
+}
+
+/** A listen address setting for people: `host:port`, saying what `:port` binds. */
+export function describeListenAddress(address: ListenAddress): string {
+  return address.hostname === ""
+    ? `${formatListenAddress(address)} (every interface: [::] for IPv6 and IPv4, else 0.0.0.0; ` +
+      `the startup log says which)`
+    : formatListenAddress(address);
 }
 
 /** Parses a boolean: 1/0, true/false, yes/no, on/off. */

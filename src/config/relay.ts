@@ -12,7 +12,7 @@ import { type Env, EnvReader, type Setting } from "./env.ts";
 import { type GcResolution, readGc } from "./gc.ts";
 import { type MeshSettings, readMeshSettings } from "./relay_mesh.ts";
 import {
-  formatListenAddress,
+  describeListenAddress,
   type ListenAddress,
   parseBoolean,
   parseIntIn,
@@ -113,7 +113,7 @@ export function loadRelayConfig(env: Env, options: LoadRelayConfigOptions = {}):
       "RELAY_ADDR",
       parseListenAddress(RELAY_DEFAULTS.RELAY_ADDR),
       parseListenAddress,
-      formatListenAddress,
+      describeListenAddress,
     ),
     certFile: r.setting("CERT_FILE", RELAY_DEFAULTS.CERT_FILE, text),
     keyFile: r.setting("KEY_FILE", RELAY_DEFAULTS.KEY_FILE, text),

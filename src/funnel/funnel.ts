@@ -2,6 +2,7 @@ import { createVerifier, keySourceFrom, type Verifier } from "../auth/mod.ts";
 import type { FunnelConfig } from "../config/mod.ts";
 import { formatListenAddress } from "../config/mod.ts";
 import { type RunningServer, startHttpServer } from "../http/mod.ts";
+import { ipv4OnlyReason } from "../transport/mod.ts";
 import {
   describeLedgerLocation,
   Ledger,
@@ -321,14 +322,21 @@ function summaryLines(
   live: LiveSide,
   ledger: Ledger,
 ): string[] {
+  // Where `:port` ends up IPv4 only, the line says so.
+  const only = (hostname: string): string => {
+    const why = ipv4OnlyReason(hostname);
+    return why ? ` (IPv4 only: ${why})` : "";
+  };
   return [
-    `Ingest: http://${formatListenAddress(servers.http.addr)}`,
+    `Ingest: http://${formatListenAddress(servers.http.addr)}${only(config.ingest.hostname)}`,
     `Relay: ${live.relayLine}`,
     `Serve: ${live.serveLine}`,
     `Ledger: ${describeLedgerLocation(config.ledger)}${
       ledger.shared ? " (shared: other funnels on it publish and take the same tracks)" : ""
     }`,
-    `Metrics: http://${formatListenAddress(servers.metrics?.addr ?? servers.http.addr)}/metrics`,
+    `Metrics: http://${formatListenAddress(servers.metrics?.addr ?? servers.http.addr)}/metrics${
+      only((config.metrics ?? config.ingest).hostname)
+    }`,
     `Auth: ${
       config.auth ? config.auth.keys : "off (every sender is accepted, with no sender name)"
     }`,

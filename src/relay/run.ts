@@ -5,7 +5,7 @@ import {
   type Signer,
   type Verifier,
 } from "../auth/mod.ts";
-import { ConfigError } from "../config/mod.ts";
+import { ConfigError, formatListenAddress } from "../config/mod.ts";
 import { errorText } from "../error_text/mod.ts";
 import { loadServingCertificate } from "../certs/mod.ts";
 import type { RelayConfig } from "../config/mod.ts";
@@ -132,7 +132,7 @@ export async function runRelay(config: RelayConfig, io: RunRelayIo = {}): Promis
     });
     const gc = config.gc;
     log(
-      `relay: listening on ${relay.addr.hostname}:${relay.addr.port} (UDP: moq-lite over QUIC and ` +
+      `relay: listening on ${formatListenAddress(relay.addr)} (UDP: moq-lite over QUIC and ` +
         `WebTransport; TCP: HTTPS /health /routes /metrics and WebSocket (QMux, wss://)); ` +
         `young generation ` +
         `${

@@ -9,6 +9,7 @@ import { bindSamePort, qmuxUpgrade, webTransportAdmission } from "../serving/mod
 import { randomHopId, VERSIONS } from "../moq/mod.ts";
 import {
   type AdmitWebTransport,
+  ipv4OnlyReason,
   isWebSocketUpgrade,
   listen,
   type Listener,
@@ -30,7 +31,10 @@ import { RelaySessions } from "./sessions/mod.ts";
 
 /** Options of {@link startRelay}. */
 export interface RelayOptions {
-  /** Interface to bind (UDP for MoQ, TCP for HTTP). */
+  /**
+   * Interface to bind (UDP for MoQ, TCP for HTTP); "" is every interface:
+   * `::`, taking IPv4 too, or `0.0.0.0` where the host has no IPv6 (logged).
+   */
   readonly hostname: string;
   /** Port for both (0 picks a free one). */
   readonly port: number;
@@ -100,7 +104,7 @@ export interface RelayOptions {
 
 /** A running relay. */
 export interface RunningRelay {
-  /** Bound address: UDP (MoQ) and TCP (HTTP) share the port. */
+  /** Bound address (`::` or `0.0.0.0` for every interface); UDP and TCP share the port. */
   readonly addr: { readonly hostname: string; readonly port: number };
   /** The relay's metrics. */
   readonly metrics: RelayMetrics;
@@ -183,7 +187,7 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
   let stopping: Promise<void> | undefined;
   let draining: Promise<boolean> | undefined;
   return {
-    addr: { hostname: options.hostname, port },
+    addr: { hostname: listener.addr.hostname, port },
     metrics,
     core,
     hopId,
@@ -346,6 +350,8 @@ function warnAtStart(options: RelayOptions, trims: boolean, log: (line: string) 
       "relay: memory freed after a burst of sessions stays with the process; run with --allow-ffi (glibc) to return it",
     );
   }
+  const ipv4Only = ipv4OnlyReason(options.hostname);
+  if (ipv4Only) log(`relay: warning: every interface (:port) is 0.0.0.0, IPv4 only: ${ipv4Only}`);
   if (options.pprof) {
     log(
       "relay: RELAY_PPROF=1: /debug/pprof/* is exposed; bind RELAY_ADDR to loopback or a trusted interface only",

@@ -14,8 +14,9 @@ function problemsOf(env: Record<string, string>): string[] {
 
 Deno.test("Defaults: :8090 ingest, memory ledger, own listener on :4433, auth off", () => {
   const config = loadFunnelConfig({});
-  assert.deepEqual(config.ingest, { hostname: "0.0.0.0", port: 8090 });
-  assert.deepEqual(config.serve, { hostname: "0.0.0.0", port: 4433 });
+  // `:port`, every interface: an empty host, bound as `::` (IPv6 and IPv4) or 0.0.0.0.
+  assert.deepEqual(config.ingest, { hostname: "", port: 8090 });
+  assert.deepEqual(config.serve, { hostname: "", port: 4433 });
   assert.deepEqual(config.ledger, { kind: "memory" });
   assert.equal(config.relay, undefined);
   assert.equal(config.auth, undefined);

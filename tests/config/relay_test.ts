@@ -5,7 +5,8 @@ import { loadRelayConfig } from "../../src/config/relay.ts";
 
 Deno.test("defaults carry the default source", () => {
   const c = loadRelayConfig({});
-  assert.deepEqual(c.addr.value, { hostname: "0.0.0.0", port: 4433 });
+  // The empty host of `:4433`: every interface, bound as `::` (IPv6 and IPv4) or 0.0.0.0.
+  assert.deepEqual(c.addr.value, { hostname: "", port: 4433 });
   assert.equal(c.addr.source, "default");
   assert.equal(c.groupCacheSize.value, 8);
   assert.equal(c.groupCacheMs.value, 10_000);

@@ -16,7 +16,7 @@ Deno.test("doctor prints the heading, the GC block and every setting with its so
   assert.match(out, /DENO_V8_FLAGS\s+= \(unset\)/);
   assert.match(out, /young generation.*32 MiB\s+\[source: RELAY_SEMI_SPACE_MB\]/);
   assert.match(out, /GROUP_CACHE_SIZE\s+4\s+\[environment\]/);
-  assert.match(out, /RELAY_ADDR\s+0\.0\.0\.0:4433\s+\[default\]/);
+  assert.match(out, /RELAY_ADDR\s+:4433 \(every interface: \[::\] for IPv6 and IPv4.*\[default\]/);
   assert.ok(!out.includes("secret"), "the relay token is never printed");
 });
 

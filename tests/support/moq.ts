@@ -11,12 +11,14 @@ import { testCertificate } from "./certs.ts";
 import { webSocketOnly } from "./qmux.ts";
 
 /**
- * Dials a MoQ endpoint on localhost with our client: native QUIC (`alpn`),
- * WebTransport, or QMux over WebSocket (`webSocket`: the drafts to offer).
+ * Dials a MoQ endpoint on localhost (or `host`, as in a URL: `127.0.0.1`,
+ * `[::1]`) with our client: native QUIC (`alpn`), WebTransport, or QMux over
+ * WebSocket (`webSocket`: the drafts to offer).
  */
 export async function dialOurs(
   port: number,
   options: {
+    host?: string;
     jwt?: string;
     alpn?: string;
     webTransport?: boolean;
@@ -29,20 +31,21 @@ export async function dialOurs(
 ): Promise<MoqSession> {
   const c = await testCertificate();
   const query = options.jwt === undefined ? "" : `?jwt=${options.jwt}`;
+  const at = `${options.host ?? "localhost"}:${port}/${query}`;
   const session = options.webSocket
-    ? await connectQMux(new URL(`wss://localhost:${port}/${query}`), {
+    ? await connectQMux(new URL(`wss://${at}`), {
       protocols: options.alpn ? [options.alpn] : VERSIONS,
       drafts: options.webSocket,
       caCerts: [c.certPem],
       ...(options.origin ? { origin: options.origin } : {}),
     })
     : options.webTransport
-    ? await connectWebTransport(new URL(`https://localhost:${port}/${query}`), {
+    ? await connectWebTransport(new URL(`https://${at}`), {
       protocols: VERSIONS,
       serverCertificateHashes: [c.sha256],
       ...(options.origin ? { origin: options.origin } : {}),
     })
-    : await connectQuicSession(new URL(`moqt://localhost:${port}/${query}`), {
+    : await connectQuicSession(new URL(`moqt://${at}`), {
       alpn: VERSIONS,
       serverCertificateHashes: [{ algorithm: "sha-256", value: c.sha256 }],
       ...(options.alpn ? { alpn: [options.alpn] } : {}),

@@ -32,3 +32,25 @@ export function ignoreWithout(service: Service, missing: string | undefined): bo
   }
   return true;
 }
+
+let ipv6Loopback: string | null | undefined;
+
+/**
+ * Why this host has no IPv6 loopback (`::1` cannot be bound), or undefined
+ * when it has one. Tests skip their IPv6 half without it (a container started
+ * without IPv6, a kernel booted with ipv6.disable=1), also with CI=true: what
+ * they check there is the IPv4 half. The first call that finds it missing
+ * prints a note.
+ */
+export function ipv6LoopbackMissing(): string | undefined {
+  if (ipv6Loopback === undefined) {
+    try {
+      Deno.listen({ hostname: "::1", port: 0 }).close();
+      ipv6Loopback = null;
+    } catch (e) {
+      ipv6Loopback = `::1 cannot be bound: ${e instanceof Error ? e.message : String(e)}`;
+      console.warn(`NOTE: ${ipv6Loopback}: the IPv6 halves of the tests are SKIPPED`);
+    }
+  }
+  return ipv6Loopback ?? undefined;
+}

@@ -3,7 +3,7 @@ import { loadServingCertificate, toHex } from "../../certs/mod.ts";
 import type { OriginPolicy } from "../../http/mod.ts";
 import type { Logger } from "../../log/mod.ts";
 import type { TrackPatterns } from "../../path/mod.ts";
-import { formatAddr } from "../../transport/mod.ts";
+import { formatAddr, ipv4OnlyReason } from "../../transport/mod.ts";
 import { type EntryFetch, LivePublisher } from "./publisher.ts";
 import {
   describeRelayUrl,
@@ -37,7 +37,7 @@ export interface LiveConfig {
   } | undefined;
   /** The own MoQ listener (FUNNEL_SERVE_ADDR); undefined: none. */
   readonly serve?: {
-    /** Interface to bind. */
+    /** Interface to bind ("" every interface: `::`, or `0.0.0.0` without IPv6). */
     readonly hostname: string;
     /** UDP port (0 picks one). */
     readonly port: number;
@@ -234,10 +234,12 @@ async function startOwnListener(
   });
   const at = formatAddr(listener.addr);
   const origin = tls.generated ? "generated for development" : serve.certFile;
+  const ipv4Only = ipv4OnlyReason(serve.hostname);
   return {
     listener,
     line: `moqt://${at} and https://${at} (WebTransport) on UDP, wss://${at} (WebSocket) on ` +
-      `TCP; certificate sha256 ${toHex(tls.sha256)} (${origin})`,
+      `TCP; certificate sha256 ${toHex(tls.sha256)} (${origin})` +
+      (ipv4Only ? `; IPv4 only: ${ipv4Only}` : ""),
   };
 }
 
