@@ -9,7 +9,8 @@
 //   (QUIC_TLS_CERTIFICATE_UNKNOWN).
 // - For `localhost`, Chromium's QUIC dials the first address only, ::1, where a relay bound to
 //   127.0.0.1 is not (QUIC_PACKET_WRITE_ERROR, connection refused); TCP falls back to 127.0.0.1.
-//   So the page dials 127.0.0.1.
+//   So the page dials 127.0.0.1, unless told to dial `localhost` of a relay on every interface
+//   (`::`, which takes ::1 and 127.0.0.1: ../relay/localhost_chromium_test.ts).
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import { quantileTenth } from "../../bench/support/quantile.ts";
@@ -95,6 +96,14 @@ export interface PageFixture {
   readonly arrivals: Arrivals;
 }
 
+/** Where {@linkcode withMoqNetPage}'s relay listens and its page dials. */
+export interface PageDial {
+  /** The relay's interface (default 127.0.0.1; "" every interface, as `RELAY_ADDR=:port`). */
+  readonly relayHostname?: string;
+  /** The host of the page's `https://<host>:<port>/` (default 127.0.0.1). */
+  readonly urlHost?: string;
+}
+
 /**
  * Starts a relay and a browser, connects @moq/net in a page to the relay over `transport` (for
  * WebSocket, WebTransport is removed from the page, as in a browser without it), checks on the
@@ -103,11 +112,15 @@ export interface PageFixture {
 export async function withMoqNetPage(
   transport: PageTransport,
   body: (f: PageFixture) => Promise<void>,
+  dial: PageDial = {},
 ): Promise<void> {
   using _q = quiet();
   const c = await testCertificate();
   const page$ = await serveMoqNetPage();
-  const relay = await startTestRelay({ cors: [page$.origin] });
+  const relay = await startTestRelay({
+    cors: [page$.origin],
+    ...(dial.relayHostname !== undefined ? { extra: { hostname: dial.relayHostname } } : {}),
+  });
   const browser = await launchChromium([await trustKeyFlag(c.keyPem)]);
   try {
     const page = await browser.context.newPage();
@@ -130,7 +143,7 @@ export async function withMoqNetPage(
         },
       });
     }, {
-      url: `https://127.0.0.1:${relay.port}/`,
+      url: `https://${dial.urlHost ?? "127.0.0.1"}:${relay.port}/`,
       hash: [...c.sha256],
       webSocket: transport === "WebSocket",
     });
