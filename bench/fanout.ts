@@ -28,7 +28,11 @@
  *
  *   deno run -A bench/fanout.ts [--n 10,100,1000] [--transport quic,webtransport]
  *     [--seconds 5] [--size 100] [--overload] [--only raw,relay,listener]
- *     [--warmup 2] [--offer R] [--tick 1] [--profile DIR]
+ *     [--warmup 2] [--offer R] [--tick 1] [--profile DIR] [--cli PATH,...]
+ *
+ * `--cli` runs the relay from each `src/cli.ts` given in turn (default this
+ * checkout's), each against fresh receivers and the same raw ceiling, with
+ * the same publisher: another checkout's gives a before/after in one run.
  *
  * The relay's publisher and the listener's feed write the offered groups in
  * ticks of `--tick` ms: 1 (the default) spreads them out, larger ticks

@@ -1,6 +1,6 @@
 // The bench itself: for each transport and N, the raw ceiling, then the relay and the
 // funnel's listener offered more than that ceiling allows, each against fresh receivers.
-import { BROADCAST, size, TRACK, type Transport, values } from "./options.ts";
+import { BROADCAST, OWN_CLI, size, TRACK, type Transport, values } from "./options.ts";
 import { type Child, children, spawn } from "./children.ts";
 import { measure, type Result } from "./measure.ts";
 import { pace } from "./pace.ts";
@@ -44,6 +44,7 @@ export async function benchRole(): Promise<void> {
   const only = new Set(values.only.split(","));
   const seconds = Number(values.seconds);
   const overload = values.overload;
+  const clis = values.cli ? values.cli.split(",") : [OWN_CLI];
   const cert = await generateDevCertificate();
   const dir = await Deno.makeTempDir({ prefix: "sluice-fanout-" });
   await Deno.writeTextFile(`${dir}/cert.pem`, cert.certPem);
@@ -70,9 +71,11 @@ export async function benchRole(): Promise<void> {
         // (--offer sets it per subscriber instead, where the bare sender is not a ceiling.)
         const rate = values.offer ? Number(values.offer) : Math.ceil(raw.perSecond / n * 1.5);
         const tick = Number(values.tick);
-        if (only.has("relay")) {
-          const r = await runRelay(run, rate, tick);
-          report(`relay (offered ${rate}/s per sub)`, r, raw.perSecond);
+        // Each --cli's relay in turn, against the same ceiling (a before/after in one run).
+        for (const cli of only.has("relay") ? clis : []) {
+          const r = await runRelay(run, rate, tick, cli);
+          const label = cli === OWN_CLI ? "relay" : `relay ${cli}`;
+          report(`${label} (offered ${rate}/s per sub)`, r, raw.perSecond);
         }
         if (only.has("listener")) {
           const r = await runListener(run, rate, tick);
@@ -158,10 +161,11 @@ async function runRaw(run: Run, turns: boolean): Promise<Result> {
   return r;
 }
 
-// `sluice relay` serving one track this process publishes at `rate` groups/s.
-async function runRelay(run: Run, rate: number, tick: number): Promise<Result> {
-  const name = `fanout-${run.transport}-${run.n}`;
-  const relay = await run.mesh.relay(name, [], values.profile ? { RELAY_PPROF: "1" } : {});
+// `sluice relay` (from `cli`) serving one track this process publishes at `rate` groups/s.
+async function runRelay(run: Run, rate: number, tick: number, cli: string): Promise<Result> {
+  const name = `fanout-${run.transport}-${run.n}` +
+    (cli === OWN_CLI ? "" : `-${cli.replace(/\/src\/cli\.ts$/, "").replace(/\W+/g, "_")}`);
+  const relay = await run.mesh.relay(name, [], values.profile ? { RELAY_PPROF: "1" } : {}, cli);
   const track = new TrackProducer({ cache: 64 });
   const publisher = await relay.dial({
     maxGroupQueue: 64,

@@ -14,6 +14,7 @@ export const { values } = benchArgs({
   turns: { type: "boolean", default: false },
   offer: { type: "string", default: "" },
   tick: { type: "string", default: "1" },
+  cli: { type: "string", default: "" },
   // internal: child process roles
   role: { type: "string", default: "bench" },
   port: { type: "string", default: "0" },
@@ -23,6 +24,8 @@ export const { values } = benchArgs({
   late: { type: "string", default: "0" },
 });
 
+/** This checkout's command line, the default `--cli`. */
+export const OWN_CLI = new URL("../../src/cli.ts", import.meta.url).pathname;
 /** The script the children run: bench/fanout.ts with a --role. */
 export const SELF = new URL("../fanout.ts", import.meta.url).pathname;
 export const PROTOCOL = "moq-lite-05";
