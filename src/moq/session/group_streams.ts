@@ -5,6 +5,7 @@ import type { SessionCore } from "./core.ts";
 import type { DeliveryTurns } from "./delivery_turns.ts";
 import { GroupSend } from "./send_group.ts";
 import { RANKS, sendOrder } from "./send_order.ts";
+import { type OpenStream, OpenStreams } from "./open_streams.ts";
 
 /** How a served subscription's groups are ordered and expired (the subscriber's, else the track's). */
 export interface Delivery {
@@ -40,13 +41,11 @@ export class GroupStreams {
   readonly #clock: () => number;
   /** The ordering and expiry of the subscription's streams ({@linkcode update} changes it). */
   readonly delivery: Delivery;
-  // Streams that may expire (with a max latency).
-  readonly #sending = new Set<GroupSend>();
   #expiry: ReturnType<typeof setTimeout> | undefined;
   #inflight = 0;
   // Streams not ended yet (those waiting for frames hold no slot) with their place in the
-  // subscription, and who waits for none.
-  readonly #open = new Map<GroupSend, number>();
+  // subscription and whether they may expire, and who waits for none.
+  readonly #open = new OpenStreams<GroupSend>();
   #drained: (() => void) | undefined;
   // The place of the next stream: each group sent frame by frame moves it on (see #start).
   #place = 0;
@@ -78,18 +77,17 @@ export class GroupStreams {
   }
 
   // A stream stopped taking a slot: it ended, or waits for frames not written yet.
-  #freeSlot(): void {
+  readonly #freeSlot = (): void => {
     this.#inflight--;
     const free = this.#slotFree;
     this.#slotFree = undefined;
     free?.();
-  }
-
-  readonly #sent = (send: GroupSend): void => {
-    this.#sending.delete(send);
-    this.#open.delete(send);
-    if (this.#open.size === 0) this.#drained?.();
   };
+
+  #sent(stream: OpenStream<GroupSend>): void {
+    this.#open.remove(stream);
+    if (this.#open.size === 0) this.#drained?.();
+  }
 
   /**
    * Takes the subscriber's new priority, order and max latency (SUBSCRIBE_UPDATE):
@@ -104,7 +102,7 @@ export class GroupStreams {
       delivery.ordered !== this.delivery.ordered;
     Object.assign(this.delivery, delivery);
     if (!reorder) return;
-    for (const [send, place] of this.#open) send.reorder(this.#order(place));
+    for (const { send, place } of this.#open) send.reorder(this.#order(place));
   }
 
   /**
@@ -155,14 +153,11 @@ export class GroupStreams {
     const send = new GroupSend(this.#core, this.#id, group, (n) => this.#track.sent(group, n));
     const place = this.#place;
     if (!group.complete) this.#place = (place + 1) % RANKS;
-    if (this.delivery.maxLatency > 0) {
-      this.#sending.add(send);
-      this.#armExpiry();
-    }
-    this.#open.set(send, place);
+    const stream = this.#open.add(send, place, this.delivery.maxLatency > 0);
+    if (stream.expires) this.#armExpiry();
     const order = this.#order(place);
-    void send.run(order === 0 ? NO_ORDER : { sendOrder: order }, () => this.#freeSlot())
-      .then(() => this.#sent(send));
+    void send.run(order === 0 ? NO_ORDER : { sendOrder: order }, this.#freeSlot)
+      .then(() => this.#sent(stream));
   }
 
   #order(place: number): number {
@@ -173,7 +168,9 @@ export class GroupStreams {
   #armExpiry(): void {
     if (this.#expiry !== undefined) return;
     let earliest = Infinity;
-    for (const send of this.#sending) earliest = Math.min(earliest, send.group.writtenAt);
+    for (const { send, expires } of this.#open) {
+      if (expires) earliest = Math.min(earliest, send.group.writtenAt);
+    }
     if (earliest === Infinity) return;
     const wait = Math.max(10, earliest + this.delivery.maxLatency - this.#clock() + 1);
     this.#expiry = setTimeout(this.#expire, wait);
@@ -181,14 +178,14 @@ export class GroupStreams {
 
   readonly #expire = (): void => {
     this.#expiry = undefined;
-    for (const send of this.#sending) {
-      if (!this.expired(send.group)) continue;
-      this.#sending.delete(send);
+    for (const stream of this.#open) {
+      if (!stream.expires || !this.expired(stream.send.group)) continue;
+      this.#open.settle(stream);
       this.#core.stats.groupsExpired++;
-      send.abort();
+      stream.send.abort();
     }
     // A stream too old but still the latest group is checked again later.
-    if (this.#sending.size > 0) {
+    if (this.#open.expiring > 0) {
       this.#expiry = setTimeout(this.#expire, Math.max(10, this.delivery.maxLatency / 4));
     }
   };
