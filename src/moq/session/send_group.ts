@@ -57,10 +57,34 @@ export class GroupSend {
    */
   async run(order: StreamOptions, release: () => void): Promise<void> {
     this.#release = release;
+    const core = this.#core;
+    // A complete group (most of them) is sent in this one frame, not through nested async
+    // calls: each would cost every group a promise and a turn of the microtask queue.
     try {
-      await this.#run(order);
+      const stream = await core.transport.openUni(order);
+      this.#setOrder = stream.setSendOrder;
+      if (this.#order !== undefined) stream.setSendOrder?.(this.#order);
+      const writer = this.#writer = stream.writable.getWriter();
+      if (this.#aborted) writer.abort().catch(() => {});
+      else if (this.group.complete) {
+        const bytes = this.group.stream(core.version, this.#id);
+        // One write and the FIN queued together; close settles after the write.
+        writer.write(bytes).catch(() => {}); // reported through close
+        await writer.close();
+        core.stats.bytesSent += bytes.length;
+        core.stats.groupsSent++;
+        this.#sent(this.group.size);
+      } else await this.#follow(writer);
+    } catch (err) {
+      if (!core.isClosed && !this.#aborted) {
+        core.log("group-send", `group stream failed: ${errorText(err)}`);
+      }
     } finally {
       this.#released();
+      // An ended send holds no stream: one the young-generation collector had already moved
+      // to the old generation would otherwise keep its stream's objects alive through every
+      // young collection until the next full one.
+      this.#writer = this.#setOrder = this.#wakeAbort = undefined;
     }
   }
 
@@ -70,38 +94,6 @@ export class GroupSend {
     const release = this.#release;
     this.#release = undefined;
     release?.();
-  }
-
-  async #run(order: StreamOptions): Promise<void> {
-    const core = this.#core;
-    try {
-      const stream = await core.transport.openUni(order);
-      this.#setOrder = stream.setSendOrder;
-      if (this.#order !== undefined) stream.setSendOrder?.(this.#order);
-      const writer = this.#writer = stream.writable.getWriter();
-      if (this.#aborted) {
-        writer.abort().catch(() => {});
-        return;
-      }
-      if (this.group.complete) await this.#whole(writer);
-      else await this.#follow(writer);
-    } catch (err) {
-      if (!core.isClosed && !this.#aborted) {
-        core.log("group-send", `group stream failed: ${errorText(err)}`);
-      }
-    }
-  }
-
-  async #whole(writer: WritableStreamDefaultWriter<Uint8Array>): Promise<void> {
-    const core = this.#core;
-    const bytes = this.group.stream(core.version, this.#id);
-    // One write and the FIN queued together; close settles after the write.
-    const written = writer.write(bytes);
-    written.catch(() => {}); // reported through close
-    await writer.close();
-    core.stats.bytesSent += bytes.length;
-    core.stats.groupsSent++;
-    this.#sent(this.group.size);
   }
 
   // Frames so far, then each as it arrives, until the group ends.
