@@ -16,7 +16,7 @@ import { TrackProducer } from "../src/moq/mod.ts";
 import { connectQuicSession, listenQuic } from "../src/transport/mod.ts";
 import { generateDevCertificate } from "../src/certs/mod.ts";
 import { LatencyHistogram } from "./support/loadgen/latency.ts";
-import { CLOCK_TICKS_PER_SECOND, cpuTicks, relayPid } from "./support/loadgen/proc_stats.ts";
+import { CLOCK_TICKS_PER_SECOND, cpuTicks } from "./support/loadgen/proc_stats.ts";
 import { type FromWorker, wallNow } from "./support/loadgen/protocol.ts";
 import { benchMesh, waitFor } from "./support/relay_processes.ts";
 import { sleep } from "../src/timers/mod.ts";
@@ -94,11 +94,11 @@ async function run(mode: "stream" | "datagram", rate: number): Promise<Result> {
       RELAY_DATAGRAM_TRACKS: `${PATH}/dgram`,
       GROUP_CACHE_SIZE: "256",
     });
-    const pid = relayPid(relay.child.pid);
+    const pid = relay.process.serverPid();
     const trackName = mode === "datagram" ? "dgram" : "stream";
     const track = new TrackProducer({ cache: 256 });
     const publisher = await relay.dial({
-      serve: (r) => (r.path === PATH && r.track === trackName ? track : "not-found"),
+      serve: (r) => (r.path === PATH && r.track === trackName ? track : "not_found"),
     });
     publisher.announce(PATH);
     let seq = 0;

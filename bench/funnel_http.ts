@@ -20,9 +20,8 @@
  *   deno run -A bench/funnel_http.ts [--seconds 5] [--connections 32] [--rounds 3] [--threads]
  *     [--compare ../main]
  */
-import { exportJWK, generateKeyPair } from "jose";
 import { benchArgs } from "./support/args.ts";
-import { createSigner, ed25519Thumbprint } from "../src/auth/mod.ts";
+import { writeBenchPoster } from "./support/key_set.ts";
 import { CLOCK_TICKS_PER_SECOND, cpuTicks } from "./support/loadgen/proc_stats.ts";
 import { loadGeneratorName, postLoad, spawnListening } from "./support/post_load.ts";
 
@@ -71,23 +70,11 @@ async function measure(
 
 const dir = await Deno.makeTempDir({ prefix: "sluice-bench-" });
 try {
-  const { privateKey } = await generateKeyPair("EdDSA", { extractable: true });
-  const jwk = await exportJWK(privateKey);
-  const kid = await ed25519Thumbprint(jwk.x!);
-  await Deno.writeTextFile(
-    `${dir}/keys.json`,
-    JSON.stringify({ keys: [{ kty: "OKP", crv: "Ed25519", x: jwk.x, kid }] }),
-  );
-  const signer = await createSigner({ ...jwk, kid });
-  const token = await signer.sign({
-    sub: "bench",
-    scopes: [{ actions: ["post"], broadcast: { prefix: "bench" } }],
-  }, { ttlSeconds: 3600 });
+  const { keysFile: keys, token } = await writeBenchPoster(dir);
 
   const funnel = ["run", "-A", CLI, "funnel"];
   const base = { FUNNEL_ADDR: "127.0.0.1:0", FUNNEL_SERVE_ADDR: "none" };
   const auth = { authorization: `Bearer ${token}` };
-  const keys = `${dir}/keys.json`;
   const withAuth = { ...base, SLUICE_AUTH_KEYS: keys };
   const threaded = (flags: string[], on: boolean) => [
     "run",

@@ -18,6 +18,7 @@ import postgres from "postgres";
 import { sleep } from "../src/timers/mod.ts";
 import { benchMesh, type BenchRelay } from "./support/relay_processes.ts";
 import { benchArgs } from "./support/args.ts";
+import { ingestBase, type ServerProcess, startServer } from "../tests/support/processes.ts";
 
 const { values, positionals } = benchArgs({
   funnels: { type: "string" },
@@ -40,41 +41,24 @@ interface Funnel {
   readonly child: Deno.ChildProcess;
   readonly base: string;
   readonly lines: string[];
+  readonly process: ServerProcess;
 }
 
 async function startFunnel(ledger: string, relay: BenchRelay, caFile: string): Promise<Funnel> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", CLI, "funnel"],
+  const process = await startServer("funnel", {
     env: {
       FUNNEL_ADDR: "127.0.0.1:0",
       LEDGER_URI: ledger,
       RELAY_URL: `moqt://localhost:${relay.port}/`,
       RELAY_CA_FILE: caFile,
     },
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const lines: string[] = [];
-  for (const s of [child.stdout, child.stderr]) {
-    (async () => {
-      for await (const c of s.pipeThrough(new TextDecoderStream())) lines.push(...c.split("\n"));
-    })();
-  }
-  for (let i = 0; i < 1500; i++) {
-    const m = lines.map((l) => /Ingest: http:\/\/[^\s]+:(\d+)/.exec(l)).find((x) => x);
-    if (m) return { child, base: `http://127.0.0.1:${m[1]}`, lines };
-    await sleep(20);
-  }
-  throw new Error(`The funnel did not start:\n${lines.join("\n")}`);
+    cli: CLI,
+  });
+  return { child: process.child, base: ingestBase(process), lines: process.lines, process };
 }
 
 function kill(f: Funnel): Promise<Deno.CommandStatus> {
-  try {
-    f.child.kill("SIGKILL");
-  } catch {
-    // gone
-  }
-  return f.child.status;
+  return f.process.kill();
 }
 
 /** User + system CPU seconds of a process, from /proc. */

@@ -40,6 +40,7 @@ import { loadPostgresBackend } from "../src/ledger/mod.ts";
 import { connect, VERSIONS } from "../src/moq/mod.ts";
 import { connectQuicSession } from "../src/transport/mod.ts";
 import { dropTable, findPostgres, freshTableName } from "../tests/support/postgres.ts";
+import { startServer } from "../tests/support/processes.ts";
 
 const { values } = benchArgs({
   records: { type: "string", default: "100000" },
@@ -127,36 +128,19 @@ interface Funnel {
 }
 
 async function startFunnel(env: Record<string, string>): Promise<Funnel> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", CLI, "funnel"],
-    env: { PATH: Deno.env.get("PATH") ?? "", ...env },
-    clearEnv: true,
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let text = "";
-  while (!/Serve: moqt:\/\/[^:]+:(\d+)/.test(text) || !/Ingest: (\S+)/.test(text)) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`The funnel exited before listening: ${text}`);
-    text += value;
-  }
-  const draining = (async () => {
-    while (!(await reader.read()).done) { /* keep the pipe flowing */ }
-  })();
+  const funnel = await startServer("funnel", { env, clearEnv: true, cli: CLI });
+  const text = funnel.lines.join("\n");
   return {
     base: /Ingest: (\S+)/.exec(text)![1]!,
     moqPort: Number(/Serve: moqt:\/\/[^:]+:(\d+)/.exec(text)![1]),
     async rss() {
-      const status = await Deno.readTextFile(`/proc/${child.pid}/status`);
+      const status = await Deno.readTextFile(`/proc/${funnel.pid}/status`);
       const kib = (field: string) =>
         Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN);
       return { peak: kib("VmHWM") / 1024, now: kib("VmRSS") / 1024 };
     },
     async stop() {
-      child.kill("SIGTERM");
-      await child.status;
-      await draining;
+      await funnel.stop();
     },
   };
 }

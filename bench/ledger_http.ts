@@ -9,7 +9,8 @@
 import { benchArgs } from "./support/args.ts";
 import { dropTable, findPostgres, freshTableName } from "../tests/support/postgres.ts";
 import { startS3rver } from "../tests/support/s3rver.ts";
-import { loadGeneratorName, postLoad, spawnListening } from "./support/post_load.ts";
+import { loadGeneratorName, postLoad } from "./support/post_load.ts";
+import { ingestBase, startServer } from "../tests/support/processes.ts";
 
 const { values } = benchArgs({
   seconds: { type: "string", default: "5" },
@@ -17,18 +18,17 @@ const { values } = benchArgs({
 });
 const seconds = Number(values.seconds);
 const connections = Number(values.connections);
-const CLI = new URL("../src/cli.ts", import.meta.url).pathname;
 const PATH = "/tracks/bench/room/chat";
 const BODY = '{"kind":"reaction","emoji":"👍","at":1234567890}';
 
 const scratch = await Deno.makeTempDir({ prefix: "sluice-ledger-http-" });
 
 async function measure(name: string, env: Record<string, string>): Promise<void> {
-  const funnel = await spawnListening(
-    ["run", "-A", CLI, "funnel"],
-    { FUNNEL_ADDR: "127.0.0.1:0", FUNNEL_SERVE_ADDR: "none", ...env },
-    /Ingest: http:\/\/127\.0\.0\.1:(\d+)/,
-  );
+  const process = await startServer("funnel", {
+    env: { FUNNEL_ADDR: "127.0.0.1:0", FUNNEL_SERVE_ADDR: "none", ...env },
+    clearEnv: true,
+  });
+  const funnel = { port: Number(new URL(ingestBase(process)).port), stop: () => process.stop() };
   try {
     const load = (secs: number) =>
       postLoad({ port: funnel.port, path: PATH, body: BODY, connections, seconds: secs });

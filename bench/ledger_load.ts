@@ -32,7 +32,8 @@ interface Result {
 
 async function load(name: string, backend: LedgerBackend): Promise<Result> {
   let batches = 0;
-  const ledger = new Ledger(backend, { onCommit: () => void batches++ });
+  const ledger = new Ledger(backend);
+  ledger.commits.subscribe({ committed: () => void batches++ });
   const track = (await ledger.track({ broadcast: ["bench", name], track: "load" }, true))!;
   const payload = JSON.stringify({
     text: "hello from a sender, about a hundred bytes of chat",

@@ -30,7 +30,7 @@ try {
   }
   const track = new TrackProducer({ cache: 8 });
   const publisher = await chain[0]!.dial({
-    serve: (r) => (r.path === "bench/chain" && r.track === "t" ? track : "not-found"),
+    serve: (r) => (r.path === "bench/chain" && r.track === "t" ? track : "not_found"),
   });
   publisher.announce("bench/chain");
   const histograms = new Map(DEPTHS.map((d) => [d, new LatencyHistogram()]));

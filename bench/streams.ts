@@ -17,6 +17,7 @@
 import { benchArgs } from "./support/args.ts";
 import { quantileTenth } from "./support/quantile.ts";
 import { findPostgres, freshTableName } from "../tests/support/postgres.ts";
+import { ingestBase, startServer } from "../tests/support/processes.ts";
 
 const { values } = benchArgs({
   records: { type: "string", default: "20000" },
@@ -29,7 +30,6 @@ const RECORDS = Number(values.records);
 const LIVE = Number(values.live);
 const RATE = Number(values.rate);
 const ROUNDS = Number(values.rounds);
-const CLI = new URL("../src/cli.ts", import.meta.url).pathname;
 const NPM_DIR = new URL("../.data/npm/durable-streams-server/", import.meta.url).pathname;
 const REFERENCE = { "@durable-streams/server": "0.3.7" };
 
@@ -62,19 +62,14 @@ async function startFunnel(ledger: string): Promise<Server> {
   let dir: string | undefined;
   if (ledger === "directory") uri = `file://${dir = await Deno.makeTempDir()}`;
   if (ledger === "postgres") uri = `${await findPostgres()}?table=${freshTableName()}`;
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", CLI, "funnel"],
+  const funnel = await startServer("funnel", {
     env: { FUNNEL_ADDR: "127.0.0.1:0", FUNNEL_SERVE_ADDR: "none", LEDGER_URI: uri },
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  const port = await portOf(child, /Ingest: http:\/\/127\.0\.0\.1:(\d+)/);
+  });
   return {
     name: `sluice funnel (${ledger})`,
-    base: `http://127.0.0.1:${port}`,
+    base: ingestBase(funnel),
     async stop() {
-      child.kill("SIGTERM");
-      await child.status;
+      await funnel.stop();
       if (dir) await Deno.remove(dir, { recursive: true });
     },
   };

@@ -1,6 +1,6 @@
 /**
  * The Durable Streams conformance suite (npm, pinned in
- * tests/streams/_conformance.ts) against sluice's funnel on each ledger
+ * tests/durable_streams/_conformance.ts) against sluice's funnel on each ledger
  * backend, one after another, and against the protocol's reference server
  * (npm `@durable-streams/server`, in-memory) in the same run: passed,
  * failed and skipped, and every failure's test. Single runs, no retries.
@@ -15,7 +15,7 @@ import { startFunnel } from "../src/funnel/mod.ts";
 import { silentLogger } from "../src/log/mod.ts";
 import { dropTable, findPostgres, freshTableName } from "../tests/support/postgres.ts";
 import { startS3rver } from "../tests/support/s3rver.ts";
-import { type ConformanceResult, runConformance } from "../tests/streams/_conformance.ts";
+import { type ConformanceResult, runConformance } from "../tests/durable_streams/_conformance.ts";
 
 const { values } = benchArgs({
   backends: { type: "string", default: "memory,directory,postgres,s3" },

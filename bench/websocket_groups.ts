@@ -17,7 +17,7 @@
  */
 import { generateDevCertificate } from "../src/certs/mod.ts";
 import { startHttpServer } from "../src/http/mod.ts";
-import { bindSamePort, qmuxUpgrade } from "../src/serving/mod.ts";
+import { bindSamePort, qmuxUpgrade } from "../src/listeners/mod.ts";
 import { VERSIONS } from "../src/moq/mod.ts";
 import { connectQMux, type QMuxDraft } from "../src/transport/mod.ts";
 import { admitAny, connectWebTransport, listen } from "../src/transport/mod.ts";

@@ -15,10 +15,10 @@ import { connectQMux } from "../src/transport/mod.ts";
 import { connectQuicSession } from "../src/transport/mod.ts";
 import { freeUdpTcpPort } from "../src/transport/mod.ts";
 import { testCertificate, testCertificateFiles } from "../tests/support/certs.ts";
-import { spawnRelay } from "../tests/support/relay_process.ts";
+import { startServer } from "../tests/support/processes.ts";
 import { startTcpProxy } from "../tests/support/tcp_proxy.ts";
 import { LatencyHistogram } from "./support/loadgen/latency.ts";
-import { relayPid, rssMib } from "./support/loadgen/proc_stats.ts";
+import { rssMib } from "./support/loadgen/proc_stats.ts";
 import { sleep } from "../src/timers/mod.ts";
 import { benchArgs } from "./support/args.ts";
 
@@ -45,15 +45,10 @@ async function run(slow: number): Promise<Outcome> {
   const files = await testCertificateFiles();
   const cert = await testCertificate();
   const port = freeUdpTcpPort();
-  const relay = spawnRelay({
-    RELAY_ADDR: `127.0.0.1:${port}`,
-    CERT_FILE: files.cert,
-    KEY_FILE: files.key,
+  const relay = await startServer("relay", {
+    env: { RELAY_ADDR: `127.0.0.1:${port}`, CERT_FILE: files.cert, KEY_FILE: files.key },
   });
-  while (!relay.lines.some((l) => l.includes("relay: listening"))) {
-    await sleep(20);
-  }
-  const pid = relayPid(relay.child.pid);
+  const pid = relay.serverPid();
   const proxy = startTcpProxy("127.0.0.1", port);
   const track = new TrackProducer({ cache: 8 });
   const publisher = await connect(
@@ -106,9 +101,7 @@ async function run(slow: number): Promise<Outcome> {
   const skips = Number(/^sluice_relay_subscriber_skips_total (\S+)$/m.exec(metrics)?.[1] ?? 0);
   for (const m of [publisher, fast, ...slowOnes]) m.close(0, "");
   await reading;
-  relay.child.kill("SIGTERM");
-  await relay.child.status;
-  await relay.done;
+  await relay.stop();
   await proxy.close();
   await Deno.remove(files.dir, { recursive: true });
   return { rss, sent, fastGot, latency, skips };

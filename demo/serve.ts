@@ -3,9 +3,6 @@
  * environment variables as `sluice funnel`) and a small chat page, plain
  * HTML and the bundled client, that reads and writes one of its tracks.
  * DEMO_ADDR sets where the page is served (default 127.0.0.1:8080).
- *
- * The page is bundled with code splitting, so the client's Deno-only
- * transports land in a chunk of their own that the browser never loads.
  */
 import { fileURLToPath } from "node:url";
 import { loadFunnelConfig } from "../src/config/mod.ts";
@@ -14,47 +11,19 @@ import { waitForSignal } from "../src/funnel/mod.ts";
 import { startFunnel } from "../src/funnel/mod.ts";
 import { startHttpServer } from "../src/http/mod.ts";
 import { consoleLogger } from "../src/log/mod.ts";
+import { bundlePage } from "./bundle.ts";
 
 /** The track the page reads and writes. */
 const TRACK = "demo/chat";
 const here = (name: string) => fileURLToPath(new URL(name, import.meta.url));
 
-async function bundle(): Promise<Map<string, Uint8Array<ArrayBuffer>>> {
-  const outdir = await Deno.makeTempDir({ prefix: "sluice-demo-" });
-  try {
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "bundle",
-        "--quiet",
-        "--platform",
-        "browser",
-        "--format",
-        "esm",
-        "--code-splitting",
-        "--outdir",
-        outdir,
-        here("./app.ts"),
-      ],
-      stdout: "inherit",
-      stderr: "piped",
-    }).output();
-    if (!out.success) {
-      throw new Error(`Cannot bundle the page: ${new TextDecoder().decode(out.stderr)}`);
-    }
-    const files = new Map<string, Uint8Array<ArrayBuffer>>();
-    for await (const entry of Deno.readDir(outdir)) {
-      if (entry.isFile) files.set(entry.name, await Deno.readFile(`${outdir}/${entry.name}`));
-    }
-    return files;
-  } finally {
-    await Deno.remove(outdir, { recursive: true });
-  }
-}
-
 async function main(): Promise<number> {
   const env = Deno.env.toObject();
   const pageAddr = parseListenAddress(env.DEMO_ADDR ?? "127.0.0.1:8080");
-  const [scripts, html] = await Promise.all([bundle(), Deno.readFile(here("./index.html"))]);
+  const [scripts, html] = await Promise.all([
+    bundlePage(here("./app.ts")),
+    Deno.readFile(here("./index.html")),
+  ]);
   let config = "{}";
   const page = await startHttpServer((request) => {
     const path = new URL(request.url).pathname;

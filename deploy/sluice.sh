@@ -7,7 +7,7 @@ ffi="--allow-ffi=/lib/x86_64-linux-gnu/libc.so.6,/lib/aarch64-linux-gnu/libc.so.
 read="--allow-read=/app,/data,/etc/sluice,/run/secrets,/tmp"
 write="--allow-write=/data,/tmp"
 case "${1:-help}" in
-  funnel) flags="--allow-net --allow-env $read $write --allow-sys=hostname $ffi" ;;
+  funnel) flags="--allow-net --allow-env $read $write --allow-sys=hostname,osRelease $ffi" ;;
   # sysctl (BusyBox) reads the host's UDP buffer sizes. RELAY_SEMI_SPACE_MB would restart the relay
   # with any command allowed; in the image set DENO_V8_FLAGS=--max-semi-space-size=N instead.
   relay) flags="--allow-net --allow-env $read $write --allow-sys --allow-run=sysctl $ffi" ;;

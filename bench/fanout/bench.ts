@@ -77,6 +77,12 @@ export async function benchRole(): Promise<void> {
           const label = cli === OWN_CLI ? "relay" : `relay ${cli}`;
           report(`${label} (offered ${rate}/s per sub)`, r, raw.perSecond);
         }
+        // The same relay and moq-lite publisher, IETF draft 16 subscribers (side by side).
+        for (const cli of only.has("relay-ietf") ? clis : []) {
+          const r = await runRelay(run, rate, tick, cli, "ietf");
+          const label = cli === OWN_CLI ? "relay, IETF subs" : `relay ${cli}, IETF subs`;
+          report(`${label} (offered ${rate}/s per sub)`, r, raw.perSecond);
+        }
         if (only.has("listener")) {
           const r = await runListener(run, rate, tick);
           report(`funnel listener (offered ${rate}/s)`, r, raw.perSecond);
@@ -162,20 +168,26 @@ async function runRaw(run: Run, turns: boolean): Promise<Result> {
 }
 
 // `sluice relay` (from `cli`) serving one track this process publishes at `rate` groups/s.
-async function runRelay(run: Run, rate: number, tick: number, cli: string): Promise<Result> {
-  const name = `fanout-${run.transport}-${run.n}` +
+async function runRelay(
+  run: Run,
+  rate: number,
+  tick: number,
+  cli: string,
+  kind: "moq" | "ietf" = "moq",
+): Promise<Result> {
+  const name = `fanout-${run.transport}-${run.n}${kind === "ietf" ? "-ietf" : ""}` +
     (cli === OWN_CLI ? "" : `-${cli.replace(/\/src\/cli\.ts$/, "").replace(/\W+/g, "_")}`);
   const relay = await run.mesh.relay(name, [], values.profile ? { RELAY_PPROF: "1" } : {}, cli);
   const track = new TrackProducer({ cache: 64 });
   const publisher = await relay.dial({
     maxGroupQueue: 64,
-    serve: (r) => (r.path === BROADCAST && r.track === TRACK ? track : "not-found"),
+    serve: (r) => (r.path === BROADCAST && r.track === TRACK ? track : "not_found"),
   });
   publisher.announce(BROADCAST);
   const body = new Uint8Array(size).fill(7);
   let seq = 0;
   track.writeGroup(seq++, body);
-  const rcv = receivers(run, relay.port, "moq", run.meshHash);
+  const rcv = receivers(run, relay.port, kind, run.meshHash);
   let stopPace = () => {};
   const startPace = () => void (stopPace = pace(rate, tick, () => track.writeGroup(seq++, body)));
   const profile = values.profile

@@ -3,7 +3,7 @@
 
 // Not imported from options.ts: that parses the fanout command line, and other
 // benches (media_latency.ts) spawn their children through this module too.
-const SELF = new URL("../fanout.ts", import.meta.url).pathname;
+const SELF = new URL("./main.ts", import.meta.url).pathname;
 
 export interface Child {
   readonly proc: Deno.ChildProcess;
@@ -15,7 +15,7 @@ export interface Child {
 
 export const children = new Set<Child>();
 
-/** Starts `script` (by default bench/fanout.ts) with `args` as a child speaking the line protocol. */
+/** Starts `script` (by default bench/fanout/main.ts) with `args` as a child speaking the line protocol. */
 export function spawn(args: string[], script: string = SELF): Child {
   console.error(`  starting ${args.join(" ")}`);
   const proc = new Deno.Command(Deno.execPath(), {

@@ -1,6 +1,6 @@
 // How a bench receiver dials its sender, and takes the group streams of a session
-// for itself: group streams go to a handler of its own (raw and moq alike), every
-// other uni stream (the moq SETUP stream) to the moq session.
+// for itself: group streams go to a handler of its own (raw, moq-lite and IETF alike),
+// every other uni stream (the moq SETUP stream) to the moq session.
 import type { RecvStream, Session } from "../../src/transport/mod.ts";
 import { connectQuicSession, connectWebTransport } from "../../src/transport/mod.ts";
 
@@ -28,12 +28,14 @@ export async function dial(
 
 /**
  * Accepts the session's uni streams and reads their type byte: group streams
- * (type 0) go to `onGroup` with a BYOB reader past that byte; the session
- * returned hands every other stream to whoever calls its `acceptUni`.
+ * (type 0, or for IETF `ietfGroups` a subgroup header type, 0x10..0x1d) go to
+ * `onGroup` with a BYOB reader past that byte; the session returned hands every
+ * other stream to whoever calls its `acceptUni`.
  */
 export function interceptGroups(
   session: Session,
   onGroup: (reader: ReadableStreamBYOBReader) => Promise<void>,
+  ietfGroups = false,
 ): Session {
   const others: RecvStream[] = [];
   let wake: (() => void) | undefined;
@@ -42,7 +44,9 @@ export function interceptGroups(
     const reader = s.readable.getReader({ mode: "byob" });
     const head = await reader.read(new Uint8Array(1)).catch(() => undefined);
     const type = head?.value?.[0];
-    if (type === 0) return await onGroup(reader);
+    if (ietfGroups ? type !== undefined && type >= 0x10 && type <= 0x1d : type === 0) {
+      return await onGroup(reader);
+    }
     if (type === undefined) return;
     reader.releaseLock();
     others.push(replayed(type, s.readable));

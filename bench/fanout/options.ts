@@ -26,8 +26,8 @@ export const { values } = benchArgs({
 
 /** This checkout's command line, the default `--cli`. */
 export const OWN_CLI = new URL("../../src/cli.ts", import.meta.url).pathname;
-/** The script the children run: bench/fanout.ts with a --role. */
-export const SELF = new URL("../fanout.ts", import.meta.url).pathname;
+/** The script the children run: bench/fanout/main.ts with a --role. */
+export const SELF = new URL("./main.ts", import.meta.url).pathname;
 export const PROTOCOL = "moq-lite-05";
 export const BROADCAST = "bench/fanout";
 export const TRACK = "t";

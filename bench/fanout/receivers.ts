@@ -1,13 +1,16 @@
 // Child role "receivers": N sessions counting the group streams they get.
 import { BROADCAST, PROTOCOL, type Snap, TRACK, type Transport, values } from "./options.ts";
-import { connect } from "../../src/moq/mod.ts";
+import { connect, connectIetf, type MoqPeer } from "../../src/moq/mod.ts";
 import { decodeVarint } from "../../src/wire/mod.ts";
 import { dial, interceptGroups } from "./intercept.ts";
 
 import { sleep } from "../../src/timers/mod.ts";
 
+/** The IETF draft an `ietf` receiver speaks (ALPN / WT-Protocol `moqt-16`). */
+const IETF_DRAFT = 16;
+
 /**
- * Child: N sessions (raw or moq), each counting the group streams it gets.
+ * Child: N sessions (raw, moq-lite or IETF draft 16), each counting the group streams it gets.
  * Answers "snap" on stdin with a JSON line; with `--late M`, "late" starts M
  * more sessions spread over one second and records how long their setup took.
  */
@@ -17,6 +20,7 @@ export async function receiversRole(): Promise<void> {
   const n = Number(values.n);
   const late = Number(values.late);
   const moq = values.kind !== "raw";
+  const ietf = values.kind === "ietf";
   const groups: number[] = [];
   const highest: number[] = [];
   const ok: boolean[] = [];
@@ -41,8 +45,9 @@ export async function receiversRole(): Promise<void> {
         if (done) break;
         if (first && value) {
           first = false;
-          // GROUP header: its length, subscribe id, sequence.
-          const length = decodeVarint(value, 0);
+          // moq-lite GROUP header: its length, subscribe id, sequence. IETF subgroup header:
+          // track alias, group id.
+          const length = ietf ? { value: 0, length: 0 } : decodeVarint(value, 0);
           const id = length && decodeVarint(value, length.length);
           const seq = id && decodeVarint(value, length.length + id.length);
           if (seq && seq.value > highest[i]!) highest[i] = seq.value;
@@ -60,8 +65,9 @@ export async function receiversRole(): Promise<void> {
     groups[i] = 0;
     highest[i] = 0;
     const session = interceptGroups(
-      await dial(transport, port, values.hash, PROTOCOL),
+      await dial(transport, port, values.hash, ietf ? `moqt-${IETF_DRAFT}` : PROTOCOL),
       (reader) => count(i, reader),
+      ietf,
     );
     if (!moq) {
       // The raw sender starts on the first bidi stream's byte: on "go" for
@@ -72,7 +78,9 @@ export async function receiversRole(): Promise<void> {
       if (going) await starts.pop()!();
       return;
     }
-    const m = await connect(session, { log: () => {} });
+    const m: MoqPeer = ietf
+      ? await connectIetf(session, IETF_DRAFT, { log: () => {} })
+      : await connect(session, { log: () => {} });
     for (;;) {
       const sub = m.subscribe(BROADCAST, TRACK);
       try {

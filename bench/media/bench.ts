@@ -8,7 +8,6 @@ import { formatResult, heading } from "./report.ts";
 import { children, spawn } from "../fanout/children.ts";
 import { pace } from "../fanout/pace.ts";
 import { type BenchMesh, benchMesh, type BenchRelay } from "../support/relay_processes.ts";
-import { relayPid } from "../support/loadgen/proc_stats.ts";
 import { LiveFrames, TrackProducer } from "../../src/moq/mod.ts";
 
 /** The parent process: runs every configuration and prints its report. */
@@ -86,7 +85,7 @@ async function runRelays(
   }
   const stop = await publish(relays[0]!);
   const rcv = receivers(n, relays.at(-1)!.port, "moq", hash);
-  const r = await measure(relays.map((x) => relayPid(x.child.pid)), rcv, () => {});
+  const r = await measure(relays.map((x) => x.process.serverPid()), rcv, () => {});
   await rcv.kill();
   await stop();
   for (const relay of relays) await relay.stop();
@@ -98,7 +97,7 @@ async function runRelays(
 async function publish(relay: BenchRelay): Promise<() => Promise<void>> {
   const track = new TrackProducer();
   const session = await relay.dial({
-    serve: (r) => (r.path === BROADCAST && r.track === TRACK ? track : "not-found"),
+    serve: (r) => (r.path === BROADCAST && r.track === TRACK ? track : "not_found"),
   });
   session.announce(BROADCAST);
   let group: LiveFrames | undefined;

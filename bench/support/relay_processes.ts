@@ -1,18 +1,19 @@
-// Relay processes for the mesh benchmarks: `deno run -A src/cli.ts relay` on a
-// free port with a development certificate, dialing the peers it is given.
+// Relay processes for the mesh benchmarks (tests/support/processes.ts: the relay itself, with
+// its shipped permissions) on a free port with a development certificate, dialing the peers it
+// is given.
 import { type DevCertificate, generateDevCertificate } from "../../src/certs/mod.ts";
 import { connect, type MoqSession, type MoqSessionOptions, VERSIONS } from "../../src/moq/mod.ts";
 import { connectQuicSession } from "../../src/transport/mod.ts";
 import { freeUdpTcpPort } from "../../src/transport/mod.ts";
 import { sleep } from "../../src/timers/mod.ts";
-
-const CLI = new URL("../../src/cli.ts", import.meta.url).pathname;
+import { type ServerProcess, startServer } from "../../tests/support/processes.ts";
 
 /** A running relay process. */
 export interface BenchRelay {
   readonly port: number;
   readonly child: Deno.ChildProcess;
   readonly log: string[];
+  readonly process: ServerProcess;
   /** Dials the relay with our client. */
   dial(options?: MoqSessionOptions): Promise<MoqSession>;
   /** The text of /metrics. */
@@ -53,10 +54,9 @@ export async function benchMesh(): Promise<BenchMesh> {
   return {
     cert,
     dir,
-    async relay(name, peers = [], env = {}, cli = CLI) {
+    async relay(name, peers = [], env = {}, cli) {
       const port = freeUdpTcpPort();
-      const child = new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", cli, "relay"],
+      const process = await startServer("relay", {
         env: {
           RELAY_ADDR: `127.0.0.1:${port}`,
           CERT_FILE: `${dir}/cert.pem`,
@@ -66,23 +66,13 @@ export async function benchMesh(): Promise<BenchMesh> {
           ...(peers.length ? { PEERS: peers.map((p) => `127.0.0.1:${p}`).join(",") } : {}),
           ...env,
         },
-        stdout: "null",
-        stderr: "piped",
-      }).spawn();
-      const log: string[] = [];
-      const done = (async () => {
-        for await (const c of child.stderr.pipeThrough(new TextDecoderStream())) {
-          log.push(...c.split("\n").filter((l) => l !== ""));
-        }
-      })();
-      for (let i = 0; !log.some((l) => l.includes("relay: listening")); i++) {
-        if (i > 600) throw new Error(`Relay ${name} did not start:\n${log.join("\n")}`);
-        await sleep(20);
-      }
+        ...(cli === undefined ? {} : { cli }),
+      });
       const relay: BenchRelay = {
         port,
-        child,
-        log,
+        child: process.child,
+        log: process.lines,
+        process,
         dial: async (options = {}) =>
           await connect(
             await connectQuicSession(new URL(`moqt://localhost:${port}/`), {
@@ -97,15 +87,7 @@ export async function benchMesh(): Promise<BenchMesh> {
           await (await fetch(`https://localhost:${port}/debug/pprof/profile?seconds=${seconds}`, {
             client: http,
           })).text(),
-        stop: async () => {
-          try {
-            child.kill("SIGTERM");
-          } catch {
-            // already gone
-          }
-          await child.status;
-          await done;
-        },
+        stop: () => process.stop().then(() => {}),
       };
       relays.push(relay);
       return relay;

@@ -18,6 +18,8 @@ export function tokenFromUrl(url: URL | string): string | undefined {
     // Not a URL: there is no credential in it.
     return undefined;
   }
-  const token = parsed.searchParams.get("jwt");
+  // A parse of its own rather than `searchParams`, which the URL would keep (a relay session's
+  // URL lives as long as the session) with a second copy of the credential in it.
+  const token = new URLSearchParams(parsed.search).get("jwt");
   return token === null || token === "" ? undefined : token;
 }

@@ -19,9 +19,24 @@ export interface CredentialClaims {
   readonly exp: number;
   /** Credential identifier, when given. */
   readonly jti?: string;
+  /** Audiences (`aud`, a string or an array of them), when given. */
+  readonly aud?: readonly string[];
+  /** Issuer (`iss`), when given. */
+  readonly iss?: string;
 }
 
-const KNOWN = ["sub", "scopes", "path_auth", "iat", "nbf", "exp", "jti"];
+const KNOWN = ["sub", "scopes", "path_auth", "iat", "nbf", "exp", "jti", "aud", "iss"];
+
+function audiences(value: unknown): string[] {
+  const list = typeof value === "string" ? [value] : value;
+  if (
+    !Array.isArray(list) || list.length === 0 ||
+    !list.every((a) => typeof a === "string" && a !== "")
+  ) {
+    throw new TypeError('Claim "aud" is neither a non-empty string nor an array of them');
+  }
+  return list as string[];
+}
 
 function seconds(value: unknown, name: string): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
@@ -77,7 +92,16 @@ export function parseClaims(payload: unknown): CredentialClaims {
     nbf: number;
     exp: number;
     jti?: string;
+    aud?: string[];
+    iss?: string;
   } = { scopes, iat, nbf, exp };
+  if (claims.aud !== undefined) result.aud = audiences(claims.aud);
+  if (claims.iss !== undefined) {
+    if (typeof claims.iss !== "string" || claims.iss === "") {
+      throw new TypeError('Claim "iss" is not a non-empty string');
+    }
+    result.iss = claims.iss;
+  }
   if (claims.sub !== undefined) {
     if (typeof claims.sub !== "string" || claims.sub === "") {
       throw new TypeError('Claim "sub" is not a non-empty string');

@@ -1,3 +1,4 @@
+import { SluiceError } from "../errors/mod.ts";
 import { errorText } from "../error_text/mod.ts";
 import { exportJWK, generateKeyPair } from "jose";
 import { ed25519Thumbprint, parseKeySet } from "./key_set.ts";
@@ -22,16 +23,26 @@ const USAGE = `Usage:
       public half to a key set file (created if missing). --prefix confines every
       path a credential signed with the key may grant.
   sluice auth token --key key.jwk (--scope ACTIONS:BROADCAST[:TRACK] ... | --path-auth root=R[,pub=P][,sub=S])
-                    [--sub S] [--ttl 1h] [--jti ID]
+                    [--sub S] [--ttl 1h] [--jti ID] [--aud A] [--iss I]
       Print a credential. ACTIONS is a comma-separated list of post, fetch,
       redact, publish, subscribe, peer (peer: another relay of the mesh, which
       may announce and subscribe there). A BROADCAST ending in /** is a prefix
       (room/** covers room and everything beneath it; ** covers everything).
       --ttl is seconds or a number with s, m or h; at most 1h (default 1h).
+      --aud and --iss set the audience and issuer a relay or funnel configured
+      with SLUICE_AUTH_AUDIENCE / SLUICE_AUTH_ISSUER requires.
 `;
 
-class UsageError extends Error {
-  override name = "UsageError";
+/** A wrong command line: printed with the usage. */
+export class UsageError extends SluiceError {
+  /** The codes this class carries. */
+  static readonly codes = ["invalid_usage"] as const;
+  /** Stable code. */
+  declare readonly code: "invalid_usage";
+  /** Makes the error. */
+  constructor(message: string) {
+    super("invalid_usage", message);
+  }
 }
 
 interface ParsedFlags {
@@ -264,6 +275,8 @@ async function token(
     sub: "one",
     ttl: "one",
     jti: "one",
+    aud: "one",
+    iss: "one",
   });
   const keyPath = one(flags, "key");
   if (keyPath === undefined) throw new UsageError("Option --key is required");
@@ -285,6 +298,11 @@ async function token(
   }
   const jti = one(flags, "jti");
   if (jti !== undefined) claims.jti = jti;
+  for (const name of ["aud", "iss"] as const) {
+    const value = one(flags, name);
+    if (value === "") throw new UsageError(`--${name} is empty`);
+    if (value !== undefined) claims[name] = value;
+  }
   const ttl = parseTtl(one(flags, "ttl") ?? "1h");
 
   const signer = await readSigner(keyPath);

@@ -1,3 +1,6 @@
+import { ClientError, type ErrorAnswer } from "../errors/mod.ts";
+import { bearerChallenge } from "./challenge.ts";
+
 /** Why a credential was refused, for callers that branch on it or count it. */
 export type AuthErrorCode =
   /** No credential was presented. */
@@ -22,17 +25,41 @@ export type AuthErrorCode =
  * valid but does not reach the broadcast or track. `message` is safe to show
  * to the client; it never contains key material or the token.
  */
-export class AuthError extends Error {
+export class AuthError extends ClientError {
+  /** The codes this class carries. */
+  static readonly codes = [
+    "missing",
+    "malformed",
+    "unknown_key",
+    "bad_signature",
+    "bad_claims",
+    "expired",
+    "not_yet_valid",
+    "forbidden",
+  ] as const satisfies readonly AuthErrorCode[];
   /** HTTP status the refusal maps to. */
   readonly status: 401 | 403;
   /** Stable reason for the refusal. */
-  readonly code: AuthErrorCode;
+  declare readonly code: AuthErrorCode;
 
   /** Builds a refusal; the status follows from the code. */
   constructor(code: AuthErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "AuthError";
-    this.code = code;
+    super(code, message, options);
     this.status = code === "forbidden" ? 403 : 401;
+  }
+
+  /**
+   * 403 as is; 401 with a `WWW-Authenticate` challenge, the detail saying the
+   * credential was refused unless none came.
+   */
+  override answer(): ErrorAnswer {
+    if (this.status === 403) return { status: 403, detail: this.message };
+    return {
+      status: 401,
+      detail: this.code === "missing"
+        ? this.message
+        : `The credential was refused: ${this.message}`,
+      headers: { "www-authenticate": bearerChallenge(this, { realm: "sluice" }) },
+    };
   }
 }

@@ -58,7 +58,12 @@ export {
 } from "./key_set.ts";
 export { type KeySource, PollingKeySource, type PollOptions, type Timers } from "./key_source.ts";
 export { FileKeySource, type FileKeySourceOptions } from "./file_key_source.ts";
-export { UrlKeySource, type UrlKeySourceOptions } from "./url_key_source.ts";
+export {
+  MAX_KEY_SET_REDIRECTS,
+  MAX_KEY_SET_STALENESS_MS,
+  UrlKeySource,
+  type UrlKeySourceOptions,
+} from "./url_key_source.ts";
 export { keySourceFrom, type KeySourceOptions } from "./key_source_from.ts";
 export {
   CLOCK_LEEWAY_SECONDS,

@@ -14,6 +14,10 @@ export interface TokenClaims {
   path_auth?: PathAuth;
   /** Credential identifier. */
   jti?: string;
+  /** Audience: the service (or services) meant to accept it (`aud`). */
+  aud?: string | string[];
+  /** Issuer: who minted it (`iss`). */
+  iss?: string;
 }
 
 /** Options for signing. */
@@ -82,6 +86,8 @@ export async function createSigner(privateJwk: JsonWebKey | unknown): Promise<Si
       if (claims.scopes !== undefined) payload.scopes = claims.scopes;
       if (claims.path_auth !== undefined) payload.path_auth = claims.path_auth;
       if (claims.jti !== undefined) payload.jti = claims.jti;
+      if (claims.aud !== undefined) payload.aud = claims.aud;
+      if (claims.iss !== undefined) payload.iss = claims.iss;
       payload.iat = now;
       payload.nbf = now;
       payload.exp = now + ttl;

@@ -1,5 +1,5 @@
-import { errorText } from "../error_text/mod.ts";
-import { type KeySet, MAX_KEY_SET_BYTES, parseKeySet } from "./key_set.ts";
+import { errorText, redactUrl } from "../error_text/mod.ts";
+import { KeySet, MAX_KEY_SET_BYTES, parseKeySet } from "./key_set.ts";
 import { PollingKeySource, type PollOptions } from "./key_source.ts";
 
 /** Options for a key set fetched from a URL. */
@@ -14,7 +14,29 @@ export interface UrlKeySourceOptions extends PollOptions {
   timeoutMs?: number;
   /** Accept plain http URLs; for tests only, production configuration requires https. */
   allowHttp?: boolean;
+  /**
+   * How long the last good set stays in force while the URL cannot be
+   * reached or answers wrongly, ms (default {@linkcode MAX_KEY_SET_STALENESS_MS};
+   * 0 keeps it forever). Past it the set is treated as empty: every
+   * credential is refused until the URL answers again.
+   */
+  maxStaleMs?: number;
+  /** Wall clock in ms, for the staleness (default Date.now). */
+  now?: () => number;
 }
+
+/**
+ * The default {@linkcode UrlKeySourceOptions.maxStaleMs}: one hour, the
+ * longest a credential may live. Blocking the key set URL must not keep a
+ * removed key trusted for longer than the credentials it signed could live.
+ */
+export const MAX_KEY_SET_STALENESS_MS = 3_600_000;
+
+/** What a stale source puts in force: no key, so every credential is refused. */
+const NO_KEYS = new KeySet([]);
+
+/** Redirects followed at most for one key set request. */
+export const MAX_KEY_SET_REDIRECTS = 5;
 
 /**
  * A key set fetched from an https URL at start and polled every `pollMs`
@@ -30,6 +52,11 @@ export class UrlKeySource extends PollingKeySource {
   #etag: string | undefined;
   #cachedText: string | undefined;
   readonly #controllers = new Set<AbortController>();
+  readonly #maxStaleMs: number;
+  readonly #now: () => number;
+  /** When the URL last answered with a good set or 304 (ms); the start counts as one. */
+  #confirmedAt: number;
+  #stale = false;
 
   /** Polls `url`; call `start()` to fetch it the first time. */
   constructor(url: string, options: UrlKeySourceOptions = {}) {
@@ -49,6 +76,29 @@ export class UrlKeySource extends PollingKeySource {
     this.#bearerToken = options.bearerToken;
     this.#cacheFile = options.cacheFile;
     this.#timeoutMs = options.timeoutMs ?? 10_000;
+    this.#maxStaleMs = options.maxStaleMs ?? MAX_KEY_SET_STALENESS_MS;
+    this.#now = options.now ?? Date.now;
+    this.#confirmedAt = this.#now();
+  }
+
+  /**
+   * The last good set, or no key at all once the URL has not confirmed it
+   * for longer than `maxStaleMs` (fail closed; logged once).
+   */
+  override current(): KeySet {
+    const set = super.current();
+    const stale = this.#maxStaleMs > 0 && this.#now() - this.#confirmedAt > this.#maxStaleMs;
+    if (stale !== this.#stale) {
+      this.#stale = stale;
+      this.log(
+        stale
+          ? `Key set ${this.location} has not answered for over ${
+            Math.round(this.#maxStaleMs / 1000)
+          } s: refusing every credential until it does`
+          : `Key set ${this.location} answers again; its keys are back in force`,
+      );
+    }
+    return stale ? NO_KEYS : set;
   }
 
   /** Fetches the set; undefined when the server answers 304 Not Modified. */
@@ -65,17 +115,11 @@ export class UrlKeySource extends PollingKeySource {
       this.#timeoutMs,
     );
     try {
-      let response: Response;
-      try {
-        response = await this.#fetch(this.location, { headers, signal: controller.signal });
-      } catch (error) {
-        const reason = controller.signal.aborted ? controller.signal.reason : error;
-        throw new Error(`Cannot fetch key set ${this.location}: ${(reason as Error).message}`, {
-          cause: error,
-        });
-      }
+      const response = await this.#fetchFollowing(headers, controller.signal);
       if (response.status === 304) {
         await response.body?.cancel();
+        this.#confirmedAt = this.#now();
+        await this.#touchCache();
         return undefined;
       }
       if (response.status !== 200) {
@@ -92,11 +136,56 @@ export class UrlKeySource extends PollingKeySource {
         });
       }
       this.#etag = response.headers.get("etag") ?? undefined;
+      this.#confirmedAt = this.#now();
       await this.#writeCache(text);
       return set;
     } finally {
       this.timers.clearTimeout(timer);
       this.#controllers.delete(controller);
+    }
+  }
+
+  /**
+   * Fetches the set's URL, following redirects by hand: each must stay
+   * https (http only when the configured URL was http, in tests), and the
+   * bearer token goes to the configured URL's origin only.
+   */
+  async #fetchFollowing(headers: Headers, signal: AbortSignal): Promise<Response> {
+    let url = new URL(this.location);
+    for (let hop = 0;; hop++) {
+      let response: Response;
+      try {
+        response = await this.#fetch(url.href, { headers, signal, redirect: "manual" });
+      } catch (error) {
+        const reason = signal.aborted ? signal.reason : error;
+        throw new Error(`Cannot fetch key set ${this.location}: ${(reason as Error).message}`, {
+          cause: error,
+        });
+      }
+      const location = response.headers.get("location");
+      if (response.status < 300 || response.status > 399 || location === null) return response;
+      await response.body?.cancel();
+      if (hop >= MAX_KEY_SET_REDIRECTS) {
+        throw new Error(
+          `Key set ${this.location} redirects more than ${MAX_KEY_SET_REDIRECTS} times`,
+        );
+      }
+      let next: URL;
+      try {
+        next = new URL(location, url);
+      } catch {
+        throw new Error(`Key set ${this.location} redirects to an invalid URL`);
+      }
+      const configured = new URL(this.location).protocol;
+      if (next.protocol !== "https:" && !(configured === "http:" && next.protocol === "http:")) {
+        throw new Error(
+          `Key set ${this.location} redirects to "${
+            redactUrl(next)
+          }"; a key set is fetched over https only`,
+        );
+      }
+      if (next.origin !== new URL(this.location).origin) headers.delete("authorization");
+      url = next;
     }
   }
 
@@ -127,13 +216,26 @@ export class UrlKeySource extends PollingKeySource {
       );
     }
     this.#cachedText = text;
+    // The cache was last written (or touched) when the URL last confirmed the set: its age
+    // counts toward the staleness bound, so restarting does not make an old set fresh again.
+    const written = (await Deno.stat(this.#cacheFile).catch(() => undefined))?.mtime?.getTime();
+    if (written !== undefined) this.#confirmedAt = Math.min(this.#confirmedAt, written);
     this.log(`${reason}; using the key set cached in ${this.#cacheFile} until the URL answers`);
     return set;
   }
 
+  // The URL confirmed the cached set (304): the cache's time says so, for a later start.
+  async #touchCache(): Promise<void> {
+    const file = this.#cacheFile;
+    if (file === undefined || this.#cachedText === undefined) return;
+    const at = new Date(this.#now());
+    await Deno.utime(file, at, at).catch(() => {});
+  }
+
   async #writeCache(text: string): Promise<void> {
     const file = this.#cacheFile;
-    if (file === undefined || text === this.#cachedText) return;
+    if (file === undefined) return;
+    if (text === this.#cachedText) return await this.#touchCache();
     // Write beside and rename, so a crash never leaves a half-written cache.
     const temporary = `${file}.${crypto.randomUUID()}.tmp`;
     try {

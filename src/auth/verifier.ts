@@ -4,7 +4,7 @@ import { type CredentialClaims, parseClaims } from "./claims.ts";
 import { type Grant, ScopedGrant } from "./grant.ts";
 import type { VerificationKey } from "./key_set.ts";
 import type { KeySource } from "./key_source.ts";
-import { LruCache } from "./lru_cache.ts";
+import { LruCache } from "../cache/mod.ts";
 
 /** Clock leeway applied to `exp`, `nbf` and `iat`, in seconds. */
 export const CLOCK_LEEWAY_SECONDS = 60;
@@ -20,6 +20,10 @@ export interface VerifierOptions {
   leewaySeconds?: number;
   /** Verified credentials kept to skip signature checks (default 10000; 0 disables). */
   cacheSize?: number;
+  /** When set, a credential must name it in `aud` (SLUICE_AUTH_AUDIENCE). */
+  audience?: string;
+  /** When set, a credential's `iss` must be it (SLUICE_AUTH_ISSUER). */
+  issuer?: string;
 }
 
 /** Checks bearer credentials against a live key set. */
@@ -50,9 +54,13 @@ class CachingVerifier implements Verifier {
   readonly #now: () => number;
   readonly #leeway: number;
   readonly #cache: LruCache<string, CacheEntry> | undefined;
+  readonly #audience: string | undefined;
+  readonly #issuer: string | undefined;
 
   constructor(source: KeySource, options: VerifierOptions) {
     this.source = source;
+    this.#audience = options.audience;
+    this.#issuer = options.issuer;
     this.#now = options.now ?? Date.now;
     this.#leeway = options.leewaySeconds ?? CLOCK_LEEWAY_SECONDS;
     const size = options.cacheSize ?? 10_000;
@@ -133,6 +141,7 @@ class CachingVerifier implements Verifier {
       throw new AuthError("bad_claims", `The credential is refused: ${reason}`);
     }
     this.#checkTime(claims);
+    this.#checkParties(claims);
     // The set may have changed while the signature was checked.
     const current = this.source.current().get(key.kid);
     if (current === undefined) {
@@ -141,6 +150,19 @@ class CachingVerifier implements Verifier {
     const grant = grantFor(claims, current);
     this.#cache?.set(token, { claims, key: current, grant });
     return grant;
+  }
+
+  // A credential minted for another service, or by another issuer, is not accepted here.
+  #checkParties(claims: CredentialClaims): void {
+    if (this.#audience !== undefined && !(claims.aud ?? []).includes(this.#audience)) {
+      throw new AuthError(
+        "bad_claims",
+        `The credential is not meant for "${this.#audience}" (aud)`,
+      );
+    }
+    if (this.#issuer !== undefined && claims.iss !== this.#issuer) {
+      throw new AuthError("bad_claims", `The credential was not issued by "${this.#issuer}" (iss)`);
+    }
   }
 
   #checkTime(claims: CredentialClaims): void {

@@ -30,3 +30,13 @@ export function pollBackoff(random?: () => number): Backoff {
     ...(random ? { random } : {}),
   });
 }
+
+/** Parking the long-poll again after it failed (the funnel down or refusing): 1 s doubling up to 10 s. */
+export function followBackoff(random?: () => number): Backoff {
+  return new Backoff({
+    baseMs: 1_000,
+    capMs: 10_000,
+    jitter: "full",
+    ...(random ? { random } : {}),
+  });
+}

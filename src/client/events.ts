@@ -22,7 +22,7 @@ export class FeedStateEvent extends Event {
 
 /**
  * Why a feed reports a problem: `refused` (the server refused the
- * credential), `not-found` (the MoQ server has no such track, yet),
+ * credential), `not_found` (the MoQ server has no such track, yet),
  * `token` (the token function failed), `unreachable` (HTTP requests keep
  * failing: offline, or in a browser possibly CORS or mixed content), or
  * `failed` (anything else that closed the feed).
@@ -62,6 +62,8 @@ export class FeedGapEvent extends Event {
   readonly from: string;
   /** Last group that was skipped. */
   readonly to: string;
+  /** Always false: these records are lost for good (a gap the feed filled is never reported). */
+  readonly recovered = false;
   /** Makes the event. */
   constructor(from: string, to: string) {
     super("gap");
@@ -72,7 +74,7 @@ export class FeedGapEvent extends Event {
 
 /** The reason an `error` event gives for what closed a feed. */
 export function fatalReason(err: unknown): FeedErrorReason {
-  if (err instanceof RefusedError) return err.reason === "unauthorized" ? "refused" : "not-found";
+  if (err instanceof RefusedError) return err.reason === "unauthorized" ? "refused" : "not_found";
   if (err instanceof TokenError) return "token";
   if (err instanceof HttpError && (err.status === 401 || err.status === 403)) return "refused";
   return "failed";

@@ -7,16 +7,17 @@
  * (the {@linkcode Sequencer}). Live groups (MoQ sequence = ledger sequence
  * + 1) wait there until the next one is in. What the live link cannot
  * supply is read from the ledger: after every (re)subscription (the
- * catch-up), polled with backoff while no link is up, and for a gap that stays
- * open past a short reorder wait or that the publisher declared dropped (a
- * skip). Small gaps are fetched over MoQ first.
+ * catch-up), whenever a parked long-poll says a record was committed while
+ * no link is up, and for a gap that stays open past a short reorder wait or
+ * that the publisher declared dropped (a skip). Small gaps are fetched over
+ * MoQ first.
  */
-import { sleep, systemTimers, type Timers } from "../timers/mod.ts";
+import { type Backoff, sleep, systemTimers, type Timers } from "../timers/mod.ts";
 import { BackpressureQueue } from "../wire/mod.ts";
 import { formatGroupId } from "../record/mod.ts";
-import { pollBackoff, retryBackoff } from "./backoff.ts";
-import { type CertificateHash, type Dialer, dialSession } from "./dial.ts";
-import { HttpError, retryable, TokenError } from "./errors.ts";
+import { followBackoff, pollBackoff, retryBackoff } from "./backoff.ts";
+import { dialSession } from "./dial.ts";
+import { type RefusedError, retryable, TokenError } from "./errors.ts";
 import {
   fatalReason,
   FeedErrorEvent,
@@ -25,92 +26,24 @@ import {
   type FeedState,
   FeedStateEvent,
 } from "./events.ts";
-import { type HttpContext, MAX_PAGE, readAfter } from "./http.ts";
+import { type FollowAnswer, streamUrlOf, waitForCommit } from "./follow.ts";
+import { funnelRefuses, type HttpContext } from "./http.ts";
+import { readLedgerOn } from "./ledger_read.ts";
+import { Wake } from "./wake.ts";
 import { LinkKeeper } from "./link_keeper.ts";
+import type { FeedOptions } from "./feed_options.ts";
 import type { FeedRecord, Positioned } from "./record.ts";
 import { dropped, fetchGap, readGroup } from "./repair.ts";
 import { type Gap, type LedgerPosition, Sequencer } from "./sequencer.ts";
-import { type SessionPool, sharedSessions } from "./session_pool.ts";
+import { sharedSessions } from "./session_pool.ts";
 import { checkStart, type FeedStart, resolveStart } from "./start.ts";
-import { type TokenKeeper, tokenKeeperFor, type TokenSource } from "./token.ts";
+import { type TokenKeeper, tokenKeeperFor } from "./token.ts";
 import { parseMoqUrl, parseTrackUrl, type TrackAddress } from "./track_url.ts";
 
-/** Options of {@linkcode openFeed}. */
-export interface FeedOptions {
-  /** The track's HTTP URL on the funnel: `http(s)://host/tracks/<broadcast path>/<track>`. */
-  readonly track: string | URL;
-  /**
-   * Where to subscribe: a relay or the funnel's own listener. `https://` is
-   * WebTransport (the browser's own, or sluice's client in Deno), falling
-   * back to QMux over WebSocket on the same host and port; `wss://` is that
-   * WebSocket directly; `moqt://` is native QUIC (Deno only).
-   */
-  readonly moq: string | URL;
-  /** Where to start (default "latest"). */
-  readonly from?: FeedStart;
-  /**
-   * Credential for HTTP (bearer) and MoQ (the URL's `jwt`): a token, or a
-   * function returning a fresh one, which is called again before the
-   * current one expires (the MoQ session is then replaced without a gap).
-   * Feeds given the same function share its tokens and their MoQ session.
-   */
-  readonly token?: TokenSource;
-  /** Development certificates to accept by SHA-256 (self-signed, at most 14 days). */
-  readonly serverCertificateHashes?: readonly CertificateHash[];
-  /**
-   * Extra PEM root certificates to trust, for every transport (Deno only: a
-   * browser trusts what it trusts; a WebSocket cannot pin a hash).
-   */
-  readonly caCerts?: readonly string[];
-  /** Closes the feed when aborted. */
-  readonly signal?: AbortSignal;
-  /** The fetch to use for HTTP (default the global one). */
-  readonly fetch?: typeof fetch;
-  /** Opens the transport session (default: chosen by the URL's scheme and the runtime). */
-  readonly dial?: Dialer;
-  /** How long a missing record is waited for before it is read from the ledger, ms (default 500). */
-  readonly reorderWaitMs?: number;
-  /** The timers for waits, backoff, probes and renewals (default the global ones). */
-  readonly timers?: Timers;
-  /** The clock those timers run on, ms since the epoch (default `Date.now`). */
-  readonly now?: () => number;
-  /** The MoQ sessions to share (default one pool for the whole application). */
-  readonly sessions?: SessionPool;
-}
-
-/** Gaps at most this long are fetched over MoQ before the ledger is asked over HTTP. */
-const FETCH_GAP_MAX = 256;
 /** Records handed over but not yet taken by the consumer before the feed pauses. */
 const OUT_HIGH_WATER = 64;
 /** Failed ledger reads in a row after which the feed reports the funnel unreachable. */
 const UNREACHABLE_AFTER = 5;
-
-/**
- * Opens a feed of a track's records. Iterate it with `for await`; it
- * reconnects by itself and ends only when closed, or on a failure the
- * application must act on (a refused credential, a token function that
- * keeps failing), which the iteration then throws and an `error` event
- * ({@linkcode FeedErrorEvent}) reports.
- *
- * @example
- * ```ts
- * import { openFeed } from "@sluice/sluice/client";
- *
- * const feed = openFeed({
- *   track: "http://localhost:8090/tracks/room/1/chat",
- *   moq: "https://localhost:4433/",
- *   from: { last: 50 },
- * });
- * feed.addEventListener("statechange", () => console.log("feed is", feed.state));
- * for await (const record of feed) {
- *   if (record.redacts) console.log("removed", record.redacts);
- *   else console.log(record.group, record.sender, record.payload);
- * }
- * ```
- */
-export function openFeed(options: FeedOptions): Feed {
-  return new Feed(options);
-}
 
 /** A running feed; see {@linkcode openFeed}. */
 export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
@@ -128,10 +61,17 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
   #error: unknown = undefined;
   readonly #links: LinkKeeper;
   #catchUp = true;
-  #wake: (() => void) | undefined;
+  /** Pokes the pump: a group, a link change, the close. */
+  readonly #wake: Wake;
   #detach: () => void = () => {};
   /** Problems reported and not yet recovered from (each is reported once). */
   readonly #reported = new Set<FeedErrorReason>();
+  /** Ends the watch of the token keeper. */
+  #unwatch: () => void = () => {};
+  /** The timer that ends the feed when a failing token function's token runs out. */
+  #giveUp: unknown = undefined;
+  /** True while a MoQ "not found" is being checked over HTTP. */
+  #confirming = false;
 
   /** @internal Use {@linkcode openFeed}. */
   constructor(options: FeedOptions) {
@@ -141,6 +81,7 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
     const from = checkStart(options.from ?? "latest");
     this.#timers = options.timers ?? systemTimers;
     this.#now = options.now ?? Date.now;
+    this.#wake = new Wake(this.#timers);
     this.#tokens = tokenKeeperFor(options.token, this.#now);
     this.#seq = new Sequencer(options.reorderWaitMs ?? 500, this.#now);
     this.#http = {
@@ -165,16 +106,16 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
       start: () => this.#seq.cursor + 2,
       onGroup: (group, link) => {
         this.#seq.offer(group.sequence - 1, () => readGroup(this.#seq.epoch, group, link.info));
-        this.#poke();
+        this.#wake.poke();
       },
       onReady: () => {
-        this.#recovered("not-found");
+        this.#recovered("not_found");
         this.#catchUp = true;
-        this.#poke();
+        this.#wake.poke();
       },
       onLost: (refused) => {
-        if (refused?.reason === "not-found") this.#report("not-found", refused);
-        this.#poke();
+        if (refused?.reason === "not_found") this.#confirm(refused);
+        this.#wake.poke();
       },
       signal: this.#abort.signal,
     });
@@ -184,6 +125,7 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
       signal.addEventListener("abort", onAbort, { once: true });
       this.#detach = () => signal.removeEventListener("abort", onAbort);
     }
+    this.#unwatch = this.#tokens.watch((failure) => this.#tokenTold(failure));
     this.closed = this.#run(from);
     if (signal?.aborted) this.close();
   }
@@ -217,9 +159,11 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
     if (this.#abort.signal.aborted) return;
     this.#abort.abort();
     this.#detach();
+    this.#unwatch();
+    if (this.#giveUp !== undefined) this.#timers.clearTimeout(this.#giveUp);
     this.#links.current?.close();
     this.#out.end(this.#error);
-    this.#poke();
+    this.#wake.poke();
     this.#setState("closed");
   }
 
@@ -242,24 +186,6 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
     this.dispatchEvent(new FeedStateEvent(state));
   }
 
-  #poke(): void {
-    const wake = this.#wake;
-    this.#wake = undefined;
-    wake?.();
-  }
-
-  /** Waits for a poke (a group, a link change, the close) or `ms`. */
-  #waitChange(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      let timer: unknown;
-      this.#wake = () => {
-        if (timer !== undefined) this.#timers.clearTimeout(timer);
-        resolve();
-      };
-      if (Number.isFinite(ms)) timer = this.#timers.setTimeout(() => this.#poke(), Math.max(0, ms));
-    });
-  }
-
   /** Reports a problem once per episode; a fatal one closes the feed. */
   #report(reason: FeedErrorReason, error: unknown, fatal = false): void {
     if (this.#state === "closed" || (!fatal && this.#reported.has(reason))) return;
@@ -269,6 +195,50 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
 
   #recovered(reason: FeedErrorReason): void {
     this.#reported.delete(reason);
+  }
+
+  /** Closes the feed with `err`, which its iteration then throws. */
+  #fail(err: unknown): void {
+    if (this.#closing) return;
+    this.#error = err;
+    this.#report(fatalReason(err), err, true);
+    this.close();
+  }
+
+  /**
+   * The token function failed (shown at once, though the held token still
+   * works) or recovered. While it fails, the feed ends when the held token
+   * is past the servers' leeway, whoever is asking for it then.
+   */
+  #tokenTold(failure: TokenError | undefined): void {
+    if (this.#giveUp !== undefined) this.#timers.clearTimeout(this.#giveUp);
+    this.#giveUp = undefined;
+    if (!failure) return this.#recovered("token");
+    if (failure.final) return this.#fail(failure);
+    this.#report("token", failure);
+    const at = this.#tokens.givesUpAt;
+    if (!Number.isFinite(at)) return;
+    this.#giveUp = this.#timers.setTimeout(() => {
+      this.#giveUp = undefined;
+      this.#tokens.refresh().catch((err) => {
+        if (err instanceof TokenError && err.final) this.#fail(err);
+      });
+    }, Math.max(0, at - this.#now()));
+  }
+
+  /**
+   * The MoQ server said "not found", which over a transport that cannot
+   * carry a refusal's code may be a refusal: the funnel is asked with the
+   * same credential, and a 401 or 403 there ends the feed as refused.
+   */
+  async #confirm(refused: RefusedError): Promise<void> {
+    if (this.#confirming || this.#reported.has("not_found")) return;
+    this.#confirming = true;
+    const refusal = await funnelRefuses(this.#http, this.#address.url).finally(() => {
+      this.#confirming = false;
+    });
+    if (refusal) return this.#fail(refusal);
+    if (!this.#links.ready) this.#report("not_found", refused);
   }
 
   async #run(from: FeedStart): Promise<void> {
@@ -281,11 +251,7 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
       if (this.#closing) return;
       await Promise.all([this.#links.run(), this.#pump()]);
     } catch (err) {
-      if (!this.#closing) {
-        this.#error = err;
-        this.#report(fatalReason(err), err, true);
-        this.close();
-      }
+      this.#fail(err);
     }
   }
 
@@ -313,9 +279,14 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
   // Hands records over in order and decides when to read the ledger.
   async #pump(): Promise<void> {
     const backoff = retryBackoff();
-    // While no subscription is up the ledger is polled, 1 s doubling up to 5 s, full jitter.
+    // While no subscription is up, one long-poll at a time says when to read the
+    // ledger (parked again after a failure: 1 s doubling up to 10 s); where none is
+    // offered the ledger is polled, 1 s doubling up to 5 s. All with full jitter.
     const polls = pollBackoff();
-    let pollAt = this.#now() + polls.next();
+    const follows = followBackoff();
+    const stream = streamUrlOf(this.#address.url);
+    let follow = true;
+    let pollAt = Infinity;
     while (!this.#closing) {
       for (let p = this.#seq.takeNext(); p; p = this.#seq.takeNext()) await this.#emit(p);
       if (this.#closing) return;
@@ -333,19 +304,66 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
           if (catchUp && !readLedger) this.#catchUp = true;
           backoff.reset();
           this.#recovered("unreachable");
-          this.#recovered("token");
         } catch (err) {
           if (this.#closing) return;
           this.#failed(err, backoff.failures + 1);
           if (catchUp) this.#catchUp = true;
           await sleep(backoff.next(), this.#abort.signal, this.#timers);
         }
-        pollAt = this.#now() + polls.next();
+        pollAt = follow ? Infinity : this.#now() + polls.next();
         continue;
       }
       this.#setState(this.#live ? "live" : "connecting");
+      if (!this.#live && follow) {
+        const answer = await this.#follow(stream, follows, gap?.dueAt ?? Infinity);
+        if (answer === "committed") pollAt = -Infinity;
+        if (answer === "unavailable") {
+          follow = false;
+          pollAt = this.#now() + polls.next();
+        }
+        continue;
+      }
       const until = Math.min(gap?.dueAt ?? Infinity, this.#live ? Infinity : pollAt);
-      await this.#waitChange(until - this.#now());
+      await this.#wake.wait(until - this.#now());
+      // Where the long-poll was unavailable, it is tried again after each timed read.
+      if (!this.#live && this.#now() >= pollAt) follow = true;
+    }
+  }
+
+  /**
+   * Parks one long-poll until a record is committed, the link comes up, a
+   * gap is due at `dueAt`, or the feed closes ("quiet" for all but the
+   * first). Dial attempts that fail meanwhile leave it parked. A failure is
+   * reported as a read's would be, then waited out.
+   */
+  async #follow(stream: URL, follows: Backoff, dueAt: number): Promise<FollowAnswer> {
+    const stop = new AbortController();
+    const watch = (async () => {
+      while (!stop.signal.aborted) {
+        await this.#wake.wait(dueAt - this.#now());
+        if (this.#live || this.#closing || this.#now() >= dueAt) stop.abort();
+      }
+    })();
+    const signal = AbortSignal.any([this.#abort.signal, stop.signal]);
+    try {
+      const answer = await waitForCommit(
+        { ...this.#http, signal },
+        stream,
+        this.#seq.epoch,
+        this.#seq.cursor,
+      );
+      follows.reset();
+      this.#recovered("unreachable");
+      return answer;
+    } catch (err) {
+      if (this.#closing || stop.signal.aborted) return "quiet";
+      this.#failed(err, follows.failures + 1);
+      await sleep(follows.next(), signal, this.#timers).catch(() => {});
+      return "quiet";
+    } finally {
+      stop.abort();
+      this.#wake.poke();
+      await watch;
     }
   }
 
@@ -362,27 +380,16 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
     const link = this.#links.current;
     const seq = this.#seq;
     if (
-      gap && link?.ready && gap.to - gap.from < FETCH_GAP_MAX &&
+      gap && link?.ready &&
       await fetchGap(link, this.#address, seq, gap, () => this.#closing)
     ) {
       return false;
     }
-    for (;;) {
-      let read;
-      try {
-        read = await readAfter(this.#http, this.#address.url, seq.epoch, seq.cursor, MAX_PAGE);
-      } catch (err) {
-        if (err instanceof HttpError && err.status === 404) return true; // no such track yet
-        throw err;
-      }
-      for (const p of read.page.records) {
-        if (!seq.accept(p)) continue;
-        if (seq.skipped) this.#skipped(seq.skipped.from, seq.skipped.to);
-        await this.#emit(p);
-      }
-      for (let p = seq.takeNext(); p; p = seq.takeNext()) await this.#emit(p);
-      if (!read.more || this.#closing) return true;
-    }
+    return await readLedgerOn(this.#http, this.#address.url, seq, {
+      emit: (p) => this.#emit(p),
+      skipped: (from, to) => this.#skipped(from, to),
+      closing: () => this.#closing,
+    });
   }
 
   /** Records the ledger no longer holds: said, never skipped silently. */

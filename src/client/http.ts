@@ -1,6 +1,7 @@
 /** The funnel's HTTP API as the client uses it: history pages, posts and redactions. */
+import { type ErrorCode, HTTP_CODES } from "../errors/mod.ts";
 import { formatGroupId } from "../record/mod.ts";
-import { HttpError, NetworkError } from "./errors.ts";
+import { HttpError, NetworkError, RefusedError } from "./errors.ts";
 import { type HistoryPage, parseCommitted, parseHistoryPage } from "./record.ts";
 import type { TokenKeeper } from "./token.ts";
 
@@ -24,18 +25,18 @@ export interface HttpContext {
  * Sends one request with the current token. A 401 is retried once with a
  * fresh token when the source can give one. Error statuses throw
  * {@linkcode HttpError}; a request that got no answer throws
- * {@linkcode NetworkError}, a timeout a `TimeoutError`.
+ * {@linkcode NetworkError}, a timeout (`timeoutMs`, default 10 s) a `TimeoutError`.
  */
 export async function request(
   ctx: HttpContext,
   url: URL,
-  init: { method: string; body?: string; headers?: Record<string, string> },
+  init: { method: string; body?: string; headers?: Record<string, string>; timeoutMs?: number },
 ): Promise<Response> {
   for (let attempt = 0;; attempt++) {
     const token = attempt === 0 ? await ctx.tokens.get() : await ctx.tokens.refresh();
     const headers: Record<string, string> = { ...init.headers };
     if (token !== undefined) headers.authorization = `Bearer ${token}`;
-    const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
+    const timeout = AbortSignal.timeout(init.timeoutMs ?? REQUEST_TIMEOUT_MS);
     let response: Response;
     try {
       response = await (ctx.fetch ?? fetch)(url, {
@@ -62,13 +63,23 @@ export async function request(
 
 async function httpError(method: string, url: URL, response: Response): Promise<HttpError> {
   let detail: string | undefined;
+  let first: string | undefined;
+  let code: ErrorCode | undefined;
   try {
-    const body = await response.json() as { detail?: unknown; title?: unknown };
+    const body = await response.json() as {
+      detail?: unknown;
+      title?: unknown;
+      first?: unknown;
+      code?: unknown;
+    };
     detail = typeof body.detail === "string"
       ? body.detail
       : typeof body.title === "string"
       ? body.title
       : undefined;
+    if (typeof body.first === "string") first = body.first;
+    // The server's own condition, when it is one of ours and one an HTTP answer carries.
+    if (HTTP_CODES.includes(body.code as ErrorCode)) code = body.code as ErrorCode;
   } catch {
     // not a problem document
   }
@@ -78,6 +89,8 @@ async function httpError(method: string, url: URL, response: Response): Promise<
     `${method} ${url.pathname} failed with ${response.status}${detail ? `: ${detail}` : ""}`,
     {
       ...(detail === undefined ? {} : { detail }),
+      ...(first === undefined ? {} : { first }),
+      ...(code === undefined ? {} : { code }),
       ...(Number.isFinite(wait) && wait > 0 ? { retryAfter: wait } : {}),
     },
   );
@@ -92,7 +105,16 @@ export async function readPage(
   const url = new URL(track);
   for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
   const response = await request(ctx, url, { method: "GET" });
-  return parseHistoryPage(await response.text());
+  let text: string;
+  try {
+    text = await response.text();
+  } catch (err) {
+    // The funnel failed mid-page (its ledger stopped answering) and cut the body off: a failed
+    // read to retry, never a page to parse or a reason to give up.
+    if (!(err instanceof TypeError)) throw err;
+    throw new NetworkError(`GET ${url.pathname} was cut off: ${err.message}`, { cause: err });
+  }
+  return parseHistoryPage(text);
 }
 
 /** The `after` cursor that starts a forward page at a track's first record. */
@@ -140,4 +162,27 @@ export async function redactRecord(
   const response = await request(ctx, url, { method: "DELETE" });
   if (response.status === 204) return undefined;
   return parseCommitted(await response.text());
+}
+
+/**
+ * Asks the funnel for one record of the track at `url` with the feed's
+ * credential: a refusal when it answers 401 or 403 (what a MoQ "not found"
+ * may have hidden), else undefined, whatever else happened.
+ */
+export async function funnelRefuses(
+  http: HttpContext,
+  url: URL,
+): Promise<RefusedError | undefined> {
+  try {
+    await readPage(http, url, { limit: "1" });
+  } catch (err) {
+    if (err instanceof HttpError && (err.status === 401 || err.status === 403)) {
+      return new RefusedError(
+        "unauthorized",
+        `The MoQ server refused the subscription, and the funnel the credential: ${err.message}`,
+        { cause: err },
+      );
+    }
+  }
+  return undefined;
 }

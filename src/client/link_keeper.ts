@@ -3,7 +3,9 @@
  * ends, replaces it before its credential expires, and follows a server's
  * GOAWAY. A replacement is subscribed before the link it replaces is
  * closed. A refusal the application must act on (the credential, after a
- * fresh one was refused too) ends the keeper with a {@linkcode RefusedError}.
+ * fresh one was refused too, or whose own scopes do not allow subscribing,
+ * which is known before dialing) ends the keeper with a
+ * {@linkcode RefusedError}.
  *
  * The keeper sleeps until something happens: each link tells it once when
  * it settles, and one timer waits for the credential's renewal, so a feed
@@ -14,6 +16,7 @@ import { sleep, type Timers } from "../timers/mod.ts";
 import { retryBackoff } from "./backoff.ts";
 import type { CertificateHash, Dialer } from "./dial.ts";
 import { type RefusedError, TokenError } from "./errors.ts";
+import { foreseeRefusal } from "./foresight.ts";
 import { type LinkEnd, LiveLink } from "./live.ts";
 import type { SessionPool } from "./session_pool.ts";
 import type { TokenKeeper } from "./token.ts";
@@ -98,6 +101,7 @@ export class LinkKeeper {
     let unauthorized = 0;
     try {
       while (!o.signal.aborted) {
+        if (!this.#link) await this.#foresee();
         const link = this.#link ?? this.#adopt(this.#open());
         const outcome = this.#outcome;
         if (!outcome) {
@@ -138,6 +142,21 @@ export class LinkKeeper {
       o.signal.removeEventListener("abort", onAbort);
       this.#link?.close();
     }
+  }
+
+  /**
+   * Throws the refusal a new link's credential would meet, read from its
+   * own scopes before dialing; a fresh token is asked for once first.
+   */
+  async #foresee(): Promise<void> {
+    const o = this.#o;
+    const held = await o.tokens.get().catch(() => undefined);
+    let refusal = foreseeRefusal(held, o.broadcast, o.name);
+    if (refusal && o.tokens.refreshable) {
+      const fresh = await o.tokens.refresh().catch(() => undefined);
+      refusal = foreseeRefusal(fresh, o.broadcast, o.name);
+    }
+    if (refusal) throw refusal;
   }
 
   /** Makes `link` the current one; it pokes the keeper when it is subscribed and when it settles. */

@@ -5,6 +5,7 @@
  */
 import { MoqError, type ReceivedGroup, type TrackInfo } from "../moq/mod.ts";
 import { errorText } from "../error_text/mod.ts";
+import { QMuxConnectError } from "../transport/mod.ts";
 import { RefusedError } from "./errors.ts";
 import {
   PROBE_TIMEOUT_MS,
@@ -167,9 +168,21 @@ export class LiveLink {
   }
 }
 
-/** The refusal a subscription failed with, when its server's error code named one. */
+/**
+ * The refusal a subscription failed with, when its server's error code
+ * named one, or when the server refused the session's upgrade (401, 403)
+ * before MoQ began: that error's text names the URL, whose `jwt` must not
+ * travel on in an error event, so only the status and the server's words do.
+ */
 function refusal(err: unknown): RefusedError | undefined {
+  if (err instanceof QMuxConnectError && (err.status === 401 || err.status === 403)) {
+    const words = /Refused with \d+: (.*)$/.exec(err.message)?.[1];
+    return new RefusedError(
+      "unauthorized",
+      `The MoQ server refused the session with ${err.status}${words ? `: ${words}` : ""}`,
+    );
+  }
   if (!(err instanceof MoqError)) return undefined;
-  if (err.kind !== "unauthorized" && err.kind !== "not-found") return undefined;
-  return new RefusedError(err.kind, err.message, { cause: err });
+  if (err.code !== "unauthorized" && err.code !== "not_found") return undefined;
+  return new RefusedError(err.code, err.message, { cause: err });
 }

@@ -23,7 +23,9 @@
  *
  * @module
  */
-export { Feed, type FeedOptions, openFeed } from "./feed.ts";
+export { Feed } from "./feed.ts";
+export { openFeed } from "./open_feed.ts";
+export type { FeedOptions } from "./feed_options.ts";
 export {
   FeedErrorEvent,
   type FeedErrorReason,

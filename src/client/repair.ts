@@ -4,6 +4,8 @@ import type { LiveLink } from "./live.ts";
 import { type Positioned, recordFromFrame } from "./record.ts";
 import type { Gap, Sequencer } from "./sequencer.ts";
 
+/** Gaps at most this long are fetched over MoQ before the ledger is asked over HTTP. */
+const FETCH_GAP_MAX = 256;
 /** FETCH requests in flight at once while filling a gap. */
 const FETCH_CONCURRENCY = 16;
 
@@ -34,7 +36,8 @@ export function dropped(link: LiveLink | undefined, sequence: number): boolean {
 
 /**
  * Fetches a gap's groups over MoQ into `seq`, a window at a time; false once
- * one could not be had (it is then read from the ledger over HTTP).
+ * one could not be had, or at once for a gap longer than 256 (it is then read
+ * from the ledger over HTTP).
  */
 export async function fetchGap(
   link: LiveLink,
@@ -43,6 +46,7 @@ export async function fetchGap(
   gap: Gap,
   closing: () => boolean,
 ): Promise<boolean> {
+  if (gap.to - gap.from >= FETCH_GAP_MAX) return false;
   for (let from = gap.from; from <= gap.to; from += FETCH_CONCURRENCY) {
     const wanted: number[] = [];
     for (let s = from; s <= Math.min(gap.to, from + FETCH_CONCURRENCY - 1); s++) wanted.push(s);

@@ -113,6 +113,25 @@ export class Sequencer {
     return true;
   }
 
+  /**
+   * The ledger said records from the cursor on were removed and the track
+   * now starts at `first`: the cursor moves to just before it, and what it
+   * went past is {@linkcode skipped} (held records below it go too).
+   */
+  skipTo(first: LedgerPosition): void {
+    if (first.epoch !== this.epoch || first.seq <= this.cursor + 1) {
+      this.skipped = undefined;
+      return;
+    }
+    this.skipped = {
+      from: { epoch: this.epoch, seq: this.cursor + 1 },
+      to: { epoch: this.epoch, seq: first.seq - 1 },
+    };
+    for (let s = this.cursor + 1; s < first.seq; s++) this.#pending.delete(s);
+    this.cursor = first.seq - 1;
+    this.#gapSince = undefined;
+  }
+
   /** The held record with the lowest sequence, if any. */
   lowestHeld(): number | undefined {
     let low: number | undefined;

@@ -145,7 +145,7 @@ export class SharedSession {
       const answered = await Promise.race([
         moq.trackInfo(track.broadcast, track.name).then(
           () => true,
-          (err) => err instanceof MoqError && err.kind !== "closed" && err.kind !== "timeout",
+          (err) => err instanceof MoqError && err.code !== "closed" && err.code !== "timeout",
         ),
         new Promise<false>((resolve) => {
           timer = timers.setTimeout(() => resolve(false), PROBE_TIMEOUT_MS);

@@ -8,27 +8,39 @@ export type TokenSource = string | (() => string | Promise<string>);
 
 /** Longest head start a refresh takes before expiry, ms. */
 const MAX_MARGIN_MS = 60_000;
-/** Failed calls in a row, with no valid token left, after which the failure is final. */
+/** Failed calls in a row, with no token ever had, after which the failure is final. */
 export const TOKEN_ATTEMPTS = 6;
+/**
+ * How long past its `exp` a held token may still be used, ms: the servers'
+ * clock leeway (src/auth's CLOCK_LEEWAY_SECONDS). Once a token function has
+ * kept failing that long, no server takes the token any more and the
+ * failure is final.
+ */
+export const TOKEN_LEEWAY_MS = 60_000;
 
-/** When a compact JWT's `exp` and `iat` say it expires, ms since the epoch; undefined if unknown. */
-export function tokenLifetime(token: string): { issuedAt?: number; expiresAt: number } | undefined {
+/** Told of each call of a token function: the failure, or undefined once one succeeded. */
+export type TokenListener = (failure: TokenError | undefined) => void;
+
+/** The claims of a compact JWT, decoded without verifying; undefined when it is not one. */
+export function jwtClaims(token: string): unknown {
   const part = token.split(".")[1];
   if (part === undefined) return undefined;
   try {
     const b64 = part.replace(/-/g, "+").replace(/_/g, "/");
-    const claims = JSON.parse(atob(b64 + "=".repeat((4 - (b64.length % 4)) % 4))) as {
-      exp?: unknown;
-      iat?: unknown;
-    };
-    if (typeof claims.exp !== "number") return undefined;
-    return {
-      expiresAt: claims.exp * 1000,
-      ...(typeof claims.iat === "number" ? { issuedAt: claims.iat * 1000 } : {}),
-    };
+    return JSON.parse(atob(b64 + "=".repeat((4 - (b64.length % 4)) % 4))) as unknown;
   } catch {
-    return undefined; // not a JWT: its expiry is unknown
+    return undefined; // not a JWT
   }
+}
+
+/** When a compact JWT's `exp` and `iat` say it expires, ms since the epoch; undefined if unknown. */
+export function tokenLifetime(token: string): { issuedAt?: number; expiresAt: number } | undefined {
+  const claims = jwtClaims(token) as { exp?: unknown; iat?: unknown } | null | undefined;
+  if (typeof claims?.exp !== "number") return undefined;
+  return {
+    expiresAt: claims.exp * 1000,
+    ...(typeof claims.iat === "number" ? { issuedAt: claims.iat * 1000 } : {}),
+  };
 }
 
 interface Current {
@@ -43,8 +55,11 @@ interface Current {
  * `exp`, or at once after the server refused it. A failing function is
  * asked again only after a backoff (1 s doubling up to 30 s, full jitter),
  * however many callers want a token meanwhile; they keep the current token
- * while it is valid. After {@linkcode TOKEN_ATTEMPTS} failures in a row with
- * no valid token left, callers get a {@linkcode TokenError}.
+ * while it is valid, and a {@linkcode TokenError} once it expired. That is
+ * final once the held token is more than {@linkcode TOKEN_LEEWAY_MS} past
+ * its `exp` (no server takes it any more), or, without one, after
+ * {@linkcode TOKEN_ATTEMPTS} failures in a row. Listeners ({@linkcode watch}) hear of each
+ * failure as it happens, so it can be shown while the held token still works.
  */
 export class TokenKeeper {
   readonly #source: TokenSource | undefined;
@@ -54,6 +69,7 @@ export class TokenKeeper {
   #pending: Promise<string> | undefined;
   #retryAt = -Infinity;
   #lastError: unknown;
+  readonly #listeners = new Set<TokenListener>();
 
   /** Keeps `source`'s token; `now` is the clock in ms. */
   constructor(
@@ -77,7 +93,8 @@ export class TokenKeeper {
    */
   get renewAt(): number {
     const renew = this.#current?.renewAt ?? Infinity;
-    return this.#backoff.failures > 0 ? Math.max(renew, this.#retryAt) : renew;
+    if (this.#backoff.failures === 0) return renew;
+    return Math.min(Math.max(renew, this.#retryAt), this.givesUpAt);
   }
 
   /** The token held now, if any (a string source's own token). */
@@ -88,6 +105,22 @@ export class TokenKeeper {
   /** Failed calls of the source in a row. */
   get failures(): number {
     return this.#backoff.failures;
+  }
+
+  /**
+   * When the failure becomes final although fewer than
+   * {@linkcode TOKEN_ATTEMPTS} calls failed: the held token's `exp` plus the
+   * leeway, while the source is failing (Infinity otherwise).
+   */
+  get givesUpAt(): number {
+    if (this.#backoff.failures === 0) return Infinity;
+    return (this.#current?.expiresAt ?? Infinity) + TOKEN_LEEWAY_MS;
+  }
+
+  /** Calls `listener` after every call of the source (see {@linkcode TokenListener}); returns the unwatch. */
+  watch(listener: TokenListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 
   /** The token to use now, refreshed when it is due; undefined without a source. */
@@ -108,7 +141,13 @@ export class TokenKeeper {
   refresh(): Promise<string | undefined> {
     const source = this.#source;
     if (typeof source !== "function") return Promise.resolve(source);
-    if (this.#now() < this.#retryAt) return Promise.resolve(this.#fallback());
+    if (this.#now() < this.#retryAt) {
+      try {
+        return Promise.resolve(this.#fallback());
+      } catch (err) {
+        return Promise.reject(err); // a rejection, as from the call itself
+      }
+    }
     this.#pending ??= (async () => {
       try {
         const token = await source();
@@ -116,12 +155,18 @@ export class TokenKeeper {
           throw new TypeError("The token function returned no token");
         }
         this.#current = { token, ...this.#times(token) };
+        const failed = this.#backoff.failures > 0;
         this.#backoff.reset();
         this.#retryAt = -Infinity;
+        if (failed) this.#tell(undefined);
         return token;
       } catch (err) {
         this.#lastError = err;
         this.#retryAt = this.#now() + this.#backoff.next();
+        const current = this.#current;
+        const valid = current !== undefined && this.#now() < current.expiresAt;
+        const failures = this.#backoff.failures;
+        this.#tell(new TokenError(failures, !valid && this.#final(), { cause: err }));
         return this.#fallback();
       } finally {
         this.#pending = undefined;
@@ -134,8 +179,21 @@ export class TokenKeeper {
   #fallback(): string {
     const current = this.#current;
     if (current && this.#now() < current.expiresAt) return current.token;
-    const failures = this.#backoff.failures;
-    throw new TokenError(failures, failures >= TOKEN_ATTEMPTS, { cause: this.#lastError });
+    throw new TokenError(this.#backoff.failures, this.#final(), { cause: this.#lastError });
+  }
+
+  /**
+   * True once failing for good: the held token is past its leeway, or, when
+   * none was ever had (or its expiry is unknown), enough calls failed.
+   */
+  #final(): boolean {
+    const at = this.givesUpAt;
+    if (Number.isFinite(at)) return this.#now() >= at;
+    return this.#backoff.failures >= TOKEN_ATTEMPTS;
+  }
+
+  #tell(failure: TokenError | undefined): void {
+    for (const listener of [...this.#listeners]) listener(failure);
   }
 
   #times(token: string): { renewAt: number; expiresAt: number } {

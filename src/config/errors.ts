@@ -1,3 +1,5 @@
+import { SluiceError } from "../errors/mod.ts";
+
 /** One bad setting: the variable and what is wrong with its value. */
 export interface ConfigProblem {
   /** The environment variable at fault. */
@@ -7,9 +9,11 @@ export interface ConfigProblem {
 }
 
 /** Configuration problems found at startup, each naming its variable. */
-export class ConfigError extends Error {
+export class ConfigError extends SluiceError {
+  /** The codes this class carries. */
+  static readonly codes = ["invalid_config"] as const;
   /** Stable code for callers. */
-  readonly code = "invalid_config";
+  declare readonly code: "invalid_config";
   /** The first variable at fault. */
   readonly variable: string;
   /** One line per problem: `VARIABLE: what is wrong`. */
@@ -20,8 +24,7 @@ export class ConfigError extends Error {
   /** Collects every problem so the operator can fix them in one go. */
   constructor(details: readonly ConfigProblem[]) {
     const problems = details.map((d) => `${d.variable}: ${d.message}`);
-    super(`Invalid configuration:\n${problems.map((p) => `  ${p}`).join("\n")}`);
-    this.name = "ConfigError";
+    super("invalid_config", `Invalid configuration:\n${problems.map((p) => `  ${p}`).join("\n")}`);
     this.variable = details[0]?.variable ?? "";
     this.problems = problems;
     this.details = details;

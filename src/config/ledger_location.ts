@@ -1,7 +1,12 @@
 /** Where records are stored, parsed from `LEDGER_URI`. */
 export type LedgerLocation =
   | { readonly kind: "memory" }
-  | { readonly kind: "directory"; readonly dir: string }
+  | {
+    readonly kind: "directory";
+    readonly dir: string;
+    /** LEDGER_OPEN_TRACKS: most tracks keeping a file open; the backend's default when absent. */
+    readonly openTracks?: number;
+  }
   | { readonly kind: "postgres"; readonly url: string; readonly table: string }
   | {
     readonly kind: "s3";

@@ -9,6 +9,7 @@
 export {
   type Env,
   type FunnelConfig,
+  funnelExposureWarning,
   type ListenAddress,
   loadFunnelConfig,
   type RelayTarget,
@@ -22,7 +23,13 @@ export {
   resolveGc,
   runtimeV8FlagsArgument,
 } from "./gc.ts";
-export { loadRelayConfig, RELAY_DEFAULTS, type RelayConfig } from "./relay.ts";
+export {
+  loadRelayConfig,
+  RELAY_DEFAULTS,
+  type RelayConfig,
+  relayExposureWarning,
+} from "./relay.ts";
+export { isLoopback } from "./exposure.ts";
 export { type Setting } from "./env.ts";
 export {
   describeLedgerLocation,
@@ -31,4 +38,5 @@ export {
   type StoreCredentials,
 } from "./ledger_location.ts";
 export * from "./origins.ts";
+export * from "./retention.ts";
 export * from "./schemes.ts";

@@ -18,6 +18,7 @@ import {
   parseIntIn,
   parseListenAddress,
 } from "./parse.ts";
+import { anonymousExposureWarning, defaultListenAddress } from "./exposure.ts";
 
 /** Everything the relay needs from its environment. */
 export interface RelayConfig {
@@ -33,6 +34,10 @@ export interface RelayConfig {
   readonly authKeysCache: Setting<string | undefined>;
   /** SLUICE_RELAY_TOKEN: bearer token for fetching a remote key set (never displayed). */
   readonly relayToken: Setting<string | undefined>;
+  /** SLUICE_AUTH_AUDIENCE: when set, credentials must name it in `aud` (and peer credentials do). */
+  readonly authAudience: Setting<string | undefined>;
+  /** SLUICE_AUTH_ISSUER: when set, credentials' `iss` must be it (and peer credentials carry it). */
+  readonly authIssuer: Setting<string | undefined>;
   /** GROUP_CACHE_SIZE: groups kept per track. */
   readonly groupCacheSize: Setting<number>;
   /** RELAY_CACHE_MS: groups written longer ago than this are dropped from a track's cache; 0 = no age limit. */
@@ -43,6 +48,8 @@ export interface RelayConfig {
   readonly publisherGraceMs: Setting<number>;
   /** RELAY_PPROF: expose /debug/pprof/*. */
   readonly pprof: Setting<boolean>;
+  /** RELAY_METRICS_ADDR: a plain-HTTP listener for /routes, /metrics, pprof; unset serves them to loopback clients on RELAY_ADDR. */
+  readonly metricsAddr: Setting<ListenAddress | undefined>;
   /** CORS_ALLOWED_ORIGINS: browser origins allowed to open WebTransport and read HTTP; "*" = any. */
   readonly corsAllowedOrigins: Setting<readonly string[] | "*">;
   /** RELAY_DATAGRAM_TRACKS: tracks whose single-frame groups go to clients as QUIC datagrams. */
@@ -57,6 +64,7 @@ export interface RelayConfig {
 
 /** Defaults, for documentation and doctor. */
 export const RELAY_DEFAULTS = {
+  // With SLUICE_AUTH_KEYS; without it the default is 127.0.0.1:4433 (loopback only).
   RELAY_ADDR: ":4433",
   CERT_FILE: "certs/server.crt",
   KEY_FILE: "certs/server.key",
@@ -111,7 +119,9 @@ export function loadRelayConfig(env: Env, options: LoadRelayConfigOptions = {}):
   const config: RelayConfig = {
     addr: r.setting(
       "RELAY_ADDR",
-      parseListenAddress(RELAY_DEFAULTS.RELAY_ADDR),
+      authKeys.value === undefined
+        ? defaultListenAddress(4433, false)
+        : parseListenAddress(RELAY_DEFAULTS.RELAY_ADDR),
       parseListenAddress,
       describeListenAddress,
     ),
@@ -124,6 +134,18 @@ export function loadRelayConfig(env: Env, options: LoadRelayConfigOptions = {}):
       undefined,
       text,
       (v) => (v === undefined ? "(unset)" : "(set, hidden)"),
+    ),
+    authAudience: r.setting<string | undefined>(
+      "SLUICE_AUTH_AUDIENCE",
+      undefined,
+      text,
+      (v) => v ?? "(unset: aud is not checked)",
+    ),
+    authIssuer: r.setting<string | undefined>(
+      "SLUICE_AUTH_ISSUER",
+      undefined,
+      text,
+      (v) => v ?? "(unset: iss is not checked)",
     ),
     groupCacheSize: r.setting(
       "GROUP_CACHE_SIZE",
@@ -152,6 +174,15 @@ export function loadRelayConfig(env: Env, options: LoadRelayConfigOptions = {}):
       parseBoolean,
       (v) => (v ? "1 (profiling endpoints on)" : "0 (off)"),
     ),
+    metricsAddr: r.setting<ListenAddress | undefined>(
+      "RELAY_METRICS_ADDR",
+      undefined,
+      parseListenAddress,
+      (v) =>
+        v === undefined
+          ? "(unset: /routes /metrics /debug/pprof on RELAY_ADDR, to loopback clients only)"
+          : `${describeListenAddress(v)} (plain HTTP; RELAY_ADDR no longer serves them)`,
+    ),
     corsAllowedOrigins: r.setting<readonly string[] | "*">(
       "CORS_ALLOWED_ORIGINS",
       RELAY_DEFAULTS.CORS_ALLOWED_ORIGINS,
@@ -175,4 +206,16 @@ export function loadRelayConfig(env: Env, options: LoadRelayConfigOptions = {}):
   };
   r.finish();
   return config;
+}
+
+/**
+ * The startup WARNING for a relay with auth off on an address beyond this
+ * host (RELAY_ADDR given explicitly, not loopback); undefined otherwise.
+ */
+export function relayExposureWarning(config: RelayConfig): string | undefined {
+  return anonymousExposureWarning(
+    config.authKeys.value !== undefined,
+    [["RELAY_ADDR", config.addr.value]],
+    "may publish any broadcast, subscribe to every track and join as a peer",
+  );
 }

@@ -1,5 +1,5 @@
 import { AuthError, extractBearer, requireAllowed, type Verifier } from "../auth/mod.ts";
-import { broadcastName, type TrackPath } from "../ledger/mod.ts";
+import { broadcastName, type TrackPath } from "../path/mod.ts";
 
 /** The funnel actions a credential's scopes can grant. */
 export type FunnelAction = "post" | "fetch" | "redact";

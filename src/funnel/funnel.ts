@@ -1,33 +1,35 @@
 import { createVerifier, keySourceFrom, type Verifier } from "../auth/mod.ts";
 import type { FunnelConfig } from "../config/mod.ts";
-import { formatListenAddress } from "../config/mod.ts";
+import { formatListenAddress, funnelExposureWarning } from "../config/mod.ts";
 import { type RunningServer, startHttpServer } from "../http/mod.ts";
 import { ipv4OnlyReason } from "../transport/mod.ts";
 import {
+  type CommitReader,
   describeLedgerLocation,
   Ledger,
   type LedgerBackend,
-  type LedgerEntry,
   type NanoClock,
-  openBackend,
   systemNanoClock,
-  type TrackPath,
 } from "../ledger/mod.ts";
 import { consoleLogger, type Logger } from "../log/mod.ts";
+import type { Counter } from "../metrics/mod.ts";
 import { type LiveConfig, type LiveOptions, type LiveSide, startLive } from "./live/mod.ts";
 import { RecordFetcher } from "./live/mod.ts";
-import { StreamService } from "../streams/mod.ts";
+import { StreamService } from "../durable_streams/mod.ts";
 import { funnelHandler } from "./routes.ts";
 import { FunnelService } from "./service.ts";
-import { fanOut, type RecordSink } from "./sink.ts";
 import { PostTracing } from "./post_trace.ts";
 import {
+  commitCounter,
   createFunnelMetrics,
   errorCounter,
   type FunnelMetrics,
   meteredHandler,
+  meteredReader,
 } from "./metrics/mod.ts";
-import { meteredLive, startMetricsServer } from "./serve_metrics.ts";
+import { startMetricsServer } from "./serve_metrics.ts";
+import { type RetentionLoop, startRetentionLoop } from "./retention_loop.ts";
+import { notReady, openStorage, restoreTracks } from "./storage.ts";
 
 /** Things a test or embedder may supply instead of the defaults. */
 export interface FunnelDependencies {
@@ -39,8 +41,11 @@ export interface FunnelDependencies {
   readonly clock?: NanoClock;
   /** Millisecond clock for rate limits. */
   readonly now?: () => number;
-  /** Also told of every created track and committed batch, after the live publisher. */
-  readonly sink?: RecordSink;
+  /**
+   * Also reads the ledger's commit feed (every created track and committed
+   * batch), subscribed before the recorded tracks are restored.
+   */
+  readonly reader?: CommitReader;
   /** Knobs of the live side (redial timers, credential lifetime, certificate pins). */
   readonly live?: LiveOptions;
   /** Where the funnel logs (default: the console). */
@@ -69,7 +74,8 @@ export interface RunningFunnel {
 
 /**
  * Starts the funnel: opens the ledger, the key set and the HTTP API, and
- * announces every previously recorded track to the sink.
+ * tells the ledger's commit readers of every previously recorded track (as
+ * stored: announced, opened when first used).
  *
  * @example
  * ```ts
@@ -83,42 +89,61 @@ export async function startFunnel(
 ): Promise<RunningFunnel> {
   const log = deps.log ?? consoleLogger("funnel");
   const metrics = createFunnelMetrics();
-  // The ledger is opened before what its commits feed (which reads the ledger back): commits
-  // reach the publishing sink through this switch once it is built.
-  const commits = new SinkSwitch();
-  const backend = deps.backend ?? await openBackend(config.ledger, config.storeCredentials);
+  // Storage that cannot be reached yet is waited for: the funnel starts, answering 503.
+  const backend = deps.backend ?? await openStorage(config, log);
   const clock = deps.clock ?? systemNanoClock();
-  const ledger = openLedger(backend, deps.ledgerDeadlineMs, clock, metrics, commits, log);
+  const ledger = new Ledger(backend, {
+    clock,
+    ...(deps.ledgerDeadlineMs !== undefined ? { deadlineMs: deps.ledgerDeadlineMs } : {}),
+  });
+  // Each part that reads commits subscribes to the ledger's feed as it is built.
+  ledger.commits.subscribe(commitCounter(metrics, log));
   let verifier: Verifier | undefined = deps.verifier;
   let servers: FunnelServers | undefined;
   let live: LiveSide | undefined;
+  let retention: RetentionLoop | undefined;
+  const restoring = new AbortController();
   try {
     verifier ??= config.auth ? await openVerifier(config.auth) : undefined;
     // FETCHes past the live tracks' recent groups are answered from the ledger.
     const records = new RecordFetcher(ledger);
     live = await startLiveSide(config, deps, verifier, log, records, metrics);
+    subscribeLive(ledger, live, metrics, clock);
+    if (deps.reader) ledger.commits.subscribe(deps.reader);
     // Durable Streams readers wake at their track's commits, whoever wrote them.
     const streams = new StreamService({
       ledger,
       verifier,
       logError: (message, error) => log.error(message, error),
+      ...(deps.bodyTimeoutMs !== undefined ? { bodyTimeoutMs: deps.bodyTimeoutMs } : {}),
+      ...(config.publicOrigin !== undefined ? { publicOrigin: config.publicOrigin } : {}),
     });
-    // With OTEL_DENO=true, each POST's commit and publish spans are timed at this sink.
+    // With OTEL_DENO=true, each POST's commit and publish spans are timed by a reader of the
+    // feed subscribed after the live side's.
     const tracing = PostTracing.start(backend.name);
-    const sink = publishingSink(live, records, streams, deps.sink, tracing, metrics, clock);
-    commits.to(sink);
+    if (tracing) ledger.commits.subscribe(tracing.reader());
     const served = live.listener;
-    metrics.registry.onCollect(() => metrics.listenerSessions.set({}, served?.sessions ?? 0));
+    const liveSide = live;
+    metrics.registry.onCollect(() => {
+      metrics.listenerSessions.set({}, served?.sessions ?? 0);
+      metrics.ledgerOpenTracks.set({}, ledger.openTracks);
+      const publisher = liveSide.publisher;
+      countUpTo(metrics.subscriberSkipsTotal, "relay", publisher.skips);
+      countUpTo(metrics.skippedRecordsTotal, "relay", publisher.skippedRecords);
+      if (!served) return;
+      countUpTo(metrics.subscriberSkipsTotal, "listener", served.skips);
+      countUpTo(metrics.skippedRecordsTotal, "listener", served.skippedRecords);
+    });
     // Follow before listing, so a track another process creates meanwhile is not missed.
     await ledger.follow();
-    await restoreTracks(ledger, sink);
+    await restoreTracks(ledger, backend, restoring.signal, log);
     const service = new FunnelService({
       ledger,
-      sink,
       senderLimit: config.senderLimit,
       trackLimit: config.trackLimit,
       ...(deps.now ? { now: deps.now } : {}),
     });
+    retention = startRetentionLoop(ledger, config.retention, clock, metrics, log);
     servers = await startServers(config, deps, {
       service,
       verifier,
@@ -126,9 +151,11 @@ export async function startFunnel(
       tracing,
       metrics,
       log,
-      backend: backend.name,
+      backend,
     });
   } catch (error) {
+    restoring.abort();
+    await retention?.stop();
     await servers?.stop();
     await live?.stop();
     verifier?.close();
@@ -137,7 +164,8 @@ export async function startFunnel(
   }
   const running = servers;
   const liveSide = live;
-  // Dial only after restore, so the first relay session announces every recorded track.
+  const retained = retention;
+  // Dial only after restore, so the first relay session announces every recorded broadcast.
   liveSide.connect();
   return {
     addr: running.http.addr,
@@ -146,7 +174,9 @@ export async function startFunnel(
     live: liveSide,
     metricsAddr: running.metrics?.addr,
     stop: async () => {
+      restoring.abort();
       await running.stop();
+      await retained?.stop();
       await liveSide.stop();
       verifier?.close();
       await ledger.close();
@@ -154,59 +184,24 @@ export async function startFunnel(
   };
 }
 
-/** Forwards to a sink set after it was handed out (the ledger's commits, before the live side exists). */
-class SinkSwitch implements RecordSink {
-  #target: RecordSink | undefined;
-
-  /** Everything from now on goes to `target`. */
-  to(target: RecordSink): void {
-    this.#target = target;
-  }
-
-  trackCreated(path: TrackPath, newest: LedgerEntry | undefined): void {
-    this.#target?.trackCreated(path, newest);
-  }
-
-  committed(path: TrackPath, entries: readonly LedgerEntry[]): void {
-    this.#target?.committed(path, entries);
-  }
+/** Brings a counter kept elsewhere (the publishers count their skips) up to `total`. */
+function countUpTo(counter: Counter, sink: string, total: number): void {
+  const labels = { sink };
+  const behind = total - counter.value(labels);
+  if (behind > 0) counter.inc(labels, behind);
 }
 
-/** The ledger, telling `commits` of this process's commits and (shared) of other processes'. */
-function openLedger(
-  backend: LedgerBackend,
-  deadlineMs: number | undefined,
-  clock: NanoClock,
-  metrics: FunnelMetrics,
-  commits: RecordSink,
-  log: Logger,
-): Ledger {
-  const countError = errorCounter(metrics);
-  return new Ledger(backend, {
-    clock,
-    ...(deadlineMs !== undefined ? { deadlineMs } : {}),
-    onCommit: (track, entries) => commits.committed(track.path, entries),
-    onBatch: (_track, count) => {
-      metrics.recordsCommittedTotal.inc({}, count);
-      metrics.commitBatchRecords.observe({}, count);
-    },
-    // Shared ledgers: other processes' tracks and records are published here too.
-    onTrackLearned: (track) => commits.trackCreated(track.path, track.newest),
-    onLearned: (_track, count) => metrics.recordsLearnedTotal.inc({}, count),
-    onFollowError: (error) => {
-      countError(error);
-      log.warn(`Reading other funnels' commits failed (retrying): ${(error as Error).message}`);
-    },
-  });
-}
-
-/** The verifier for SLUICE_AUTH_KEYS (and its cache file and bearer token). */
+/** The verifier for SLUICE_AUTH_KEYS (its cache file and bearer token, aud and iss). */
 function openVerifier(auth: NonNullable<FunnelConfig["auth"]>): Promise<Verifier> {
   return createVerifier(
     keySourceFrom(auth.keys, {
       ...(auth.cacheFile ? { cacheFile: auth.cacheFile } : {}),
       ...(auth.bearerToken ? { bearerToken: auth.bearerToken } : {}),
     }),
+    {
+      ...(auth.audience ? { audience: auth.audience } : {}),
+      ...(auth.issuer ? { issuer: auth.issuer } : {}),
+    },
   );
 }
 
@@ -221,6 +216,7 @@ function startLiveSide(
 ): Promise<LiveSide> {
   return startLive(liveConfig(config), verifier, log, {
     fetchEntry: (path, seq, signal) => records.fetch(path, seq, signal),
+    lookupTrack: (path) => records.lookup(path),
     ...deps.live,
     onRelayState: (state) => {
       for (const s of ["connecting", "connected", "reconnecting", "stopped"]) {
@@ -232,19 +228,23 @@ function startLiveSide(
   });
 }
 
-/** Everything a commit is told to, in order: live delivery, FETCH answers, an embedder, streams. */
-function publishingSink(
+/**
+ * The live side reads the ledger's commits: the relay session's tracks and,
+ * when serving, the own listener's worker, each in its own right, timed.
+ */
+function subscribeLive(
+  ledger: Ledger,
   live: LiveSide,
-  records: RecordFetcher,
-  streams: StreamService,
-  embedder: RecordSink | undefined,
-  tracing: PostTracing | undefined,
   metrics: FunnelMetrics,
   clock: NanoClock,
-): RecordSink {
-  const liveSink = fanOut(meteredLive(live, metrics, clock), records);
-  const sink = fanOut(embedder ? fanOut(liveSink, embedder) : liveSink, streams);
-  return tracing ? tracing.sink(sink) : sink;
+): void {
+  const publisher = live.publisher;
+  ledger.commits.subscribe(
+    live.relay ? meteredReader(publisher, "relay", metrics, clock) : publisher,
+  );
+  if (live.listener) {
+    ledger.commits.subscribe(meteredReader(live.listener, "listener", metrics, clock));
+  }
 }
 
 /** The funnel's HTTP servers: the API, and /metrics on its own address when configured. */
@@ -262,7 +262,7 @@ interface ServedParts {
   readonly tracing: PostTracing | undefined;
   readonly metrics: FunnelMetrics;
   readonly log: Logger;
-  readonly backend: string;
+  readonly backend: LedgerBackend;
 }
 
 /** Starts the HTTP API (and the metrics listener, with FUNNEL_METRICS_ADDR). */
@@ -279,7 +279,8 @@ async function startServers(
       verifier: parts.verifier,
       cors: config.cors,
       logError: (message, error) => log.error(message, error),
-      health: () => ({ ledger: parts.backend }),
+      health: () => ({ ledger: parts.backend.name }),
+      notReady: () => notReady(parts.backend),
       streams: (request) => parts.streams.handle(request),
       onError: errorCounter(metrics),
       tracing: parts.tracing,
@@ -340,16 +341,11 @@ function summaryLines(
     `Auth: ${
       config.auth ? config.auth.keys : "off (every sender is accepted, with no sender name)"
     }`,
+    ...optional(funnelExposureWarning(config)),
   ];
 }
 
-// The spec's restore: list the store once and publish each track with its latest record.
-async function restoreTracks(ledger: Ledger, sink: RecordSink): Promise<void> {
-  for (const path of await ledger.tracks()) {
-    const track = await ledger.track(path, false);
-    if (track) sink.trackCreated(path, track.newest);
-  }
-}
+const optional = (line: string | undefined): string[] => line === undefined ? [] : [line];
 
 // The live side takes only what it uses: where to publish, what to serve, and CORS.
 function liveConfig(config: FunnelConfig): LiveConfig {

@@ -13,18 +13,27 @@ interface Bucket {
 }
 
 /**
+ * Most keys a {@linkcode RateLimiter} holds a partly used bucket for: past
+ * it, the bucket used longest ago is forgotten (it starts full again).
+ */
+export const MAX_RATE_BUCKETS = 65_536;
+
+/**
  * Token buckets keyed by a string (a sender within a track, or a track).
  * The clock is injected (milliseconds), so tests are exact. Buckets that
- * have refilled completely are forgotten, so memory follows active keys.
+ * have refilled completely are forgotten, so memory follows active keys,
+ * and at most `maxKeys` are held however many keys a client makes up.
  */
 export class RateLimiter {
   readonly #limit: RateLimit;
   readonly #now: () => number;
+  // In the order of their last take (granted or refused): the first is used longest ago.
   readonly #buckets = new Map<string, Bucket>();
+  readonly #maxKeys: number;
   #nextSweep = 0;
 
-  /** Creates a limiter for one limit. */
-  constructor(limit: RateLimit, now: () => number = Date.now) {
+  /** Creates a limiter for one limit, holding at most `maxKeys` buckets. */
+  constructor(limit: RateLimit, now: () => number = Date.now, maxKeys = MAX_RATE_BUCKETS) {
     if (!(limit.rate > 0) || !(limit.burst >= 1)) {
       throw new RangeError(
         `Rate limit needs rate > 0 and burst >= 1, got ${limit.rate},${limit.burst}`,
@@ -32,6 +41,7 @@ export class RateLimiter {
     }
     this.#limit = limit;
     this.#now = now;
+    this.#maxKeys = Math.max(1, maxKeys);
   }
 
   /** True when `key` could take a token now, without taking it. */
@@ -56,11 +66,21 @@ export class RateLimiter {
     const bucket = this.#buckets.get(key) ?? { tokens: burst, at: now };
     const tokens = Math.min(burst, bucket.tokens + ((now - bucket.at) / 1000) * rate);
     if (tokens >= 1) {
-      if (consume) this.#buckets.set(key, { tokens: tokens - 1, at: now });
+      if (consume) this.#took(key, { tokens: tokens - 1, at: now });
       return { ok: true };
     }
+    // Refused, it is still in use: it moves to the end, away from being forgotten.
+    if (consume) this.#took(key, bucket);
     const waitMs = ((1 - tokens) / rate) * 1000;
     return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
+  }
+
+  #took(key: string, bucket: Bucket): void {
+    const buckets = this.#buckets;
+    buckets.delete(key);
+    buckets.set(key, bucket);
+    // A forgotten bucket starts full again: the one used longest ago is likely the fullest.
+    if (buckets.size > this.#maxKeys) buckets.delete(buckets.keys().next().value!);
   }
 
   // Forget buckets that are full again: they behave exactly like new ones.

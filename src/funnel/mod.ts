@@ -9,7 +9,6 @@
  * @module
  */
 export { runFunnelCommand, waitForSignal } from "./command.ts";
-export { type RecordSink } from "./sink.ts";
 export {
   type EntryFetch,
   type LiveListener,
@@ -20,7 +19,7 @@ export { authorize } from "./access.ts";
 export { readJsonBody } from "./body.ts";
 export { errorResponse } from "./error_response.ts";
 export { idempotencyKeyProblem } from "./idempotency.ts";
-export { trackPathOf } from "./routes.ts";
+export { PARSED_PATHS_MAX, trackPathOf, TrackPaths } from "./routes.ts";
 export { committedJson } from "./history.ts";
 export { type FunnelDependencies, type RunningFunnel, startFunnel } from "./funnel.ts";
 export {
@@ -29,8 +28,15 @@ export {
   type Poster,
   type PostOutcome,
 } from "./service.ts";
-export { type FunnelEnv, funnelHandler, funnelRoutes, type FunnelRoutesOptions } from "./routes.ts";
 export {
+  type FunnelEnv,
+  funnelHandler,
+  type FunnelRouter,
+  funnelRoutes,
+  type FunnelRoutesOptions,
+} from "./routes.ts";
+export {
+  GoneError,
   InvalidRequestError,
   NotFoundError,
   RateLimitedError,
@@ -40,7 +46,9 @@ export {
   type LiveOptions,
   LivePublisher,
   type LiveSide,
+  RECORD_LAG_MS,
   type RedialTimers,
   RelayClient,
   type RelayState,
+  type TrackLookup,
 } from "./live/mod.ts";

@@ -1,4 +1,5 @@
-import { entryGroup, parseGroupId, trackKey, type TrackPath } from "../ledger/mod.ts";
+import { type CommitReader, entryGroup, parseGroupId } from "../ledger/mod.ts";
+import { trackKey, type TrackPath } from "../path/mod.ts";
 import {
   activeContext,
   activeTracer,
@@ -11,7 +12,6 @@ import {
   type Tracer,
 } from "../tracing/mod.ts";
 import type { PostAnswer } from "./idempotency.ts";
-import type { RecordSink } from "./sink.ts";
 
 /** A POST handler that marks its steps on `trace` (tracing on) or ignores it (off). */
 export type TracedPoster = (
@@ -21,7 +21,7 @@ export type TracedPoster = (
   trace?: PostTrace,
 ) => Promise<Response>;
 
-/** When a record's batch became durable and was handed to subscribers' side, ms. */
+/** When a record's batch became durable and when the live side had taken it, ms. */
 interface Published {
   readonly batch: number;
   readonly durableAt: number;
@@ -37,9 +37,10 @@ const PUBLISHED_MAX = 4096;
  * each request, a `validation` child (path, credential, Idempotency-Key,
  * body), a `commit` child (queued until durable; its batch's size and the
  * ledger backend) and a `publish` child (handing the batch to the live
- * side: MoQ groups, the listener, history readers). The commit and publish
- * times come from the sink, which the ledger tells of each batch before the
- * POSTs waiting on it resume. Exists only while tracing is on
+ * side: MoQ groups, the listener). The commit and publish times come from
+ * the ledger's commit feed: the batch's time in the feed (durable), and
+ * when this reader, subscribed after the live side's, is told of it (the
+ * live side has taken it). Exists only while tracing is on
  * ({@link PostTracing.start}).
  */
 export class PostTracing {
@@ -58,14 +59,11 @@ export class PostTracing {
     return tracer && new PostTracing(tracer, backend);
   }
 
-  /** `sink`, timing each committed batch for the POSTs that wait on it. */
-  sink(sink: RecordSink): RecordSink {
+  /** A reader of the commit feed, subscribed after the live side's, timing each batch. */
+  reader(): CommitReader {
     return {
-      trackCreated: (path, newest) => sink.trackCreated(path, newest),
-      committed: (path, entries) => {
-        const durableAt = spanNow();
-        sink.committed(path, entries);
-        const timing = { batch: entries.length, durableAt, publishedAt: spanNow() };
+      committed: (path, entries, info) => {
+        const timing = { batch: entries.length, durableAt: info.at, publishedAt: spanNow() };
         if (this.#published.size >= PUBLISHED_MAX) this.#published.clear();
         const key = trackKey(path);
         for (const entry of entries) this.#published.set(`${key} ${entryGroup(entry)}`, timing);

@@ -1,14 +1,17 @@
+import { clientInput } from "../errors/mod.ts";
 import { type Context, Hono } from "hono";
 import type { Verifier } from "../auth/mod.ts";
 import {
   cors,
+  type CorsHandler,
   type CorsOptions,
   HttpProblem,
   type OriginPolicy,
   problemResponse,
   streamResponse,
 } from "../http/mod.ts";
-import { parseTrackPath, type TrackPath } from "../ledger/mod.ts";
+import { LruCache } from "../cache/mod.ts";
+import { parseTrackPath, type TrackPath } from "../path/mod.ts";
 import { PROMETHEUS_CONTENT_TYPE } from "../metrics/mod.ts";
 import { authorize, type FunnelAction } from "./access.ts";
 import { BODY_TIMEOUT_MS, readJsonBody } from "./body.ts";
@@ -28,6 +31,8 @@ export interface FunnelRoutesOptions {
   readonly logError?: (message: string, error: unknown) => void;
   /** Extra liveness detail for /health. */
   readonly health?: () => Record<string, unknown>;
+  /** Why the funnel cannot serve yet (its storage is being waited for): /health answers 503. */
+  readonly notReady?: () => string | undefined;
   /** How long a POST body may take to arrive, ms (default {@link BODY_TIMEOUT_MS}). */
   readonly bodyTimeoutMs?: number;
   /** Answers the Durable Streams protocol under `/v1/stream/`; without it there is none. */
@@ -78,34 +83,87 @@ const CORS: CorsOptions = {
   exposeHeaders: ["retry-after", "location", "www-authenticate", ...STREAM_RESPONSE_HEADERS],
 };
 
+/** The funnel's HTTP API as a value: one router, with its own parsed-path cache. */
+export interface FunnelRouter {
+  /**
+   * Answers one request: the single entrance. A POST to a track goes straight
+   * to the poster (the hot path); every other request goes through the routes.
+   */
+  fetch(request: Request, env?: FunnelEnv["Bindings"]): Response | Promise<Response>;
+  /** {@link FunnelRouter.fetch} for a path or URL in process (`"/tracks/a/t"`), as Hono's `request`. */
+  request(input: string | URL, init?: RequestInit): Promise<Response>;
+  /** The routes it serves, `POST /tracks/*` among them (what the security matrix reads). */
+  readonly routes: readonly { readonly method: string; readonly path: string }[];
+  /** The track paths this router parsed and keeps (its own, never shared). */
+  readonly paths: TrackPaths;
+}
+
 /**
- * The funnel's HTTP API as a Hono app: POST, PUT, GET and DELETE on
- * `/tracks/<broadcast path>/<track>`, plus `/health`. Errors become
- * problem+json in one place (`onError`, through `errorResponse`).
+ * The funnel's HTTP API: POST, PUT, GET and DELETE on
+ * `/tracks/<broadcast path>/<track>`, plus `/health`. One entrance for every
+ * request ({@link FunnelRouter.fetch}), CORS wrapped around it when the
+ * origin policy allows other origins. Errors become problem+json in one
+ * place (`errorResponse`).
  *
  * @example
  * ```ts
- * const app = funnelRoutes({ service, verifier: undefined, cors: SAME_ORIGIN_ONLY });
- * const response = await app.request("/tracks/room/1/chat", { method: "POST", body: "{}" });
+ * const router = funnelRoutes({ service, verifier: undefined, cors: SAME_ORIGIN_ONLY });
+ * const response = await router.request("/tracks/room/1/chat", { method: "POST", body: "{}" });
  * ```
  */
-export function funnelRoutes(options: FunnelRoutesOptions): Hono<FunnelEnv> {
+export function funnelRoutes(options: FunnelRoutesOptions): FunnelRouter {
+  const paths = new TrackPaths();
+  const fail = (error: unknown) => {
+    options.onError?.(error);
+    return errorResponse(error, options.logError);
+  };
+  const app = routeTable(options, paths, fail);
+  // The one entrance. POSTs to tracks, the senders' records, skip the route
+  // table (same answers, less work per request).
+  const post = trackPoster(options, paths);
+  const handle: Entrance = (request, remoteAddr) => {
+    if (request.method === "POST") {
+      const raw = rawPathOf(request.url);
+      // What the table's `/tracks/*` would match: a bare `/tracks` is answered 404 by the poster.
+      if (raw.startsWith(TRACKS_PREFIX) || raw === "/tracks") {
+        return post(request, remoteAddr, raw).catch(fail);
+      }
+    }
+    return app.fetch(request, { remoteAddr });
+  };
+  const entrance = withCors(cors(options.cors, CORS), handle);
+  return {
+    fetch: (request, env) => entrance(request, env?.remoteAddr),
+    request: async (input, init) => {
+      const url = typeof input === "string" && input.startsWith("/")
+        ? `http://localhost${input}`
+        : input;
+      return await entrance(new Request(url, init), undefined);
+    },
+    routes: [
+      { method: "POST", path: "/tracks/*" },
+      ...app.routes.map(({ method, path }) => ({ method, path })),
+    ],
+    paths,
+  };
+}
+
+/** Every route but POST on a track, which never reaches this table. */
+function routeTable(
+  options: FunnelRoutesOptions,
+  paths: TrackPaths,
+  fail: (error: unknown) => Response,
+): Hono<FunnelEnv> {
   const { service, verifier } = options;
   const app = new Hono<FunnelEnv>();
 
-  // Same-origin-only (the default) has no CORS handler, so no middleware at all.
-  const corsHandler = cors(options.cors, CORS);
-  if (corsHandler) {
-    app.use("*", async (c, next) => {
-      const preflight = corsHandler.preflight(c.req.raw);
-      if (preflight) return preflight;
-      await next();
-      corsHandler.apply(c.req.raw, c.res.headers);
-      return undefined;
-    });
-  }
-
-  app.get("/health", (c) => c.json({ status: "ok", ...(options.health?.() ?? {}) }));
+  app.get("/health", (c) => {
+    const waiting = options.notReady?.();
+    const detail = options.health?.() ?? {};
+    return waiting === undefined
+      ? c.json({ status: "ok", ...detail })
+      : c.json({ status: "starting", detail: waiting, ...detail }, 503);
+  });
 
   const metrics = options.metrics;
   if (metrics) {
@@ -117,7 +175,7 @@ export function funnelRoutes(options: FunnelRoutesOptions): Hono<FunnelEnv> {
 
   // Every track route: the validated path, then the credential's decision for this action.
   const access = async (c: Context<FunnelEnv>, action: FunnelAction) => {
-    const path = trackPathOf(c.req.url);
+    const path = paths.of(c.req.url);
     const { sender } = await authorize(
       verifier,
       c.req.header("authorization") ?? null,
@@ -126,9 +184,6 @@ export function funnelRoutes(options: FunnelRoutesOptions): Hono<FunnelEnv> {
     );
     return { path, sender };
   };
-
-  const post = trackPoster(options);
-  app.post("/tracks/*", (c) => post(c.req.raw, c.env?.remoteAddr));
 
   app.put("/tracks/*", async (c) => {
     const { path } = await access(c, "post");
@@ -163,42 +218,43 @@ export function funnelRoutes(options: FunnelRoutesOptions): Hono<FunnelEnv> {
     problemResponse(404, "No such endpoint; tracks live at /tracks/<broadcast path>/<track>")
   );
 
-  app.onError((error) => {
-    options.onError?.(error);
-    return errorResponse(error, options.logError);
-  });
-
+  app.onError(fail);
   return app;
 }
 
+type Entrance = (
+  request: Request,
+  remoteAddr: Deno.NetAddr | undefined,
+) => Response | Promise<Response>;
+
 /**
- * The funnel's request handler for `Deno.serve`: {@link funnelRoutes}, with
- * POSTs to tracks (the hot path, senders' records) answered directly
- * instead of through the router, with the same answers.
+ * `handle` with CORS around it: preflights answered, the allowed origins'
+ * responses marked. Same-origin-only (the default) has no CORS handler, so
+ * `handle` itself.
  */
+function withCors(handler: CorsHandler | undefined, handle: Entrance): Entrance {
+  if (!handler) return handle;
+  return async (request, remoteAddr) => {
+    const preflight = handler.preflight(request);
+    if (preflight) return preflight;
+    const response = await handle(request, remoteAddr);
+    handler.apply(request, response.headers);
+    return response;
+  };
+}
+
+/** The funnel's request handler for `Deno.serve`: the one entrance of a {@link funnelRoutes}. */
 export function funnelHandler(
   options: FunnelRoutesOptions,
 ): (request: Request, info: { remoteAddr: Deno.NetAddr }) => Response | Promise<Response> {
-  const app = funnelRoutes(options);
-  const post = trackPoster(options);
-  const fail = (error: unknown) => {
-    options.onError?.(error);
-    return errorResponse(error, options.logError);
-  };
-  // CORS headers are added by the router's middleware, so those requests take the router.
-  const direct = cors(options.cors, CORS) === undefined;
-  return (request, info) => {
-    if (direct && request.method === "POST") {
-      const raw = rawPathOf(request.url);
-      if (raw.startsWith(TRACKS_PREFIX)) return post(request, info.remoteAddr, raw).catch(fail);
-    }
-    return app.fetch(request, { remoteAddr: info.remoteAddr });
-  };
+  const router = funnelRoutes(options);
+  return (request, info) => router.fetch(request, { remoteAddr: info.remoteAddr });
 }
 
 /** POST on a track: validate, authorise, read the body, commit, answer 201. */
 function trackPoster(
   options: FunnelRoutesOptions,
+  paths: TrackPaths,
 ): (request: Request, remoteAddr: Deno.NetAddr | undefined, rawPath?: string) => Promise<Response> {
   const { service, verifier } = options;
   const poster: TracedPoster = async (
@@ -207,7 +263,7 @@ function trackPoster(
     rawPath = rawPathOf(request.url),
     trace,
   ) => {
-    const path = trackPathOfRaw(rawPath);
+    const path = paths.ofRaw(rawPath);
     const headers = request.headers;
     const { sender } = await authorize(verifier, headers.get("authorization"), "post", path);
     const key = headers.get("idempotency-key") ?? undefined;
@@ -232,29 +288,16 @@ const REPLAYED = { "idempotent-replayed": "true" };
  * would resolve `..` and `%2e%2e` before we could refuse them.
  */
 export function trackPathOf(url: string): TrackPath {
-  return trackPathOfRaw(rawPathOf(url));
+  return parseRaw(rawPathOf(url));
 }
 
 const TRACKS_PREFIX = "/tracks/";
 
-function trackPathOfRaw(raw: string): TrackPath {
+function parseRaw(raw: string): TrackPath {
   if (!raw.startsWith(TRACKS_PREFIX)) {
     throw new HttpProblem(404, "Tracks live at /tracks/<broadcast path>/<track>");
   }
-  const cached = parsedPaths.get(raw);
-  if (cached) return cached;
-  let path: TrackPath;
-  try {
-    path = parseTrackPath(raw.slice(TRACKS_PREFIX.length));
-  } catch (error) {
-    throw new HttpProblem(400, (error as Error).message);
-  }
-  // Senders post to few tracks over and over: reusing one parsed (immutable)
-  // path per URL keeps decoding, validation and derived names off the hot
-  // path. Cleared wholesale when full, so hostile URLs cannot grow it.
-  if (parsedPaths.size >= PARSED_PATHS_MAX) parsedPaths.clear();
-  parsedPaths.set(raw, path);
-  return path;
+  return clientInput(() => parseTrackPath(raw.slice(TRACKS_PREFIX.length)));
 }
 
 /** The request target's path, exactly as sent (no dot-segment resolution or decoding). */
@@ -266,8 +309,44 @@ function rawPathOf(url: string): string {
   return end >= 0 ? raw.slice(0, end) : raw;
 }
 
-const PARSED_PATHS_MAX = 4096;
-const parsedPaths = new Map<string, TrackPath>();
+/** Most request paths whose parsed track path one router keeps (default of {@link TrackPaths}). */
+export const PARSED_PATHS_MAX = 4096;
+
+/**
+ * {@link trackPathOf} with the parsed paths kept, one cache per owner (each
+ * router has its own). Senders post to few tracks over and over: reusing one
+ * parsed (immutable) path per URL keeps decoding, validation and derived
+ * names off the hot path. Least recently used first out, so hostile URLs
+ * cannot grow it nor push out the tracks in use for long. Each key is a
+ * valid track path (at most 1024 bytes, 3 characters each when
+ * percent-encoded).
+ */
+export class TrackPaths {
+  readonly #parsed: LruCache<string, TrackPath>;
+
+  constructor(max: number = PARSED_PATHS_MAX) {
+    this.#parsed = new LruCache(max);
+  }
+
+  /** The track path of a request URL, parsed once while it is in use. */
+  of(url: string): TrackPath {
+    return this.ofRaw(rawPathOf(url));
+  }
+
+  /** The track path of a raw request path (`/tracks/...`, as sent). */
+  ofRaw(raw: string): TrackPath {
+    const cached = this.#parsed.get(raw);
+    if (cached) return cached;
+    const path = parseRaw(raw);
+    this.#parsed.set(raw, path);
+    return path;
+  }
+
+  /** How many parsed paths are kept. */
+  get size(): number {
+    return this.#parsed.size;
+  }
+}
 
 /** 201 with `{"group","wallclock"}`: the answer to a POST and to a DELETE that redacted. */
 function committed(answer: PostAnswer, extra?: Record<string, string>): Response {

@@ -1,21 +1,22 @@
+import { clientInput } from "../errors/mod.ts";
 import {
   type CommitOutcome,
   entryGroup,
+  formatGroupId,
   type GroupId,
   type Ledger,
   type LedgerEntry,
   LedgerError,
   parseGroupId,
-  trackKey,
   type TrackLedger,
-  type TrackPath,
 } from "../ledger/mod.ts";
-import { InvalidRequestError, NotFoundError, RateLimitedError } from "./errors.ts";
+import { trackKey, type TrackPath } from "../path/mod.ts";
+import { GoneError, InvalidRequestError, NotFoundError, RateLimitedError } from "./errors.ts";
 import { newerPageBody, olderPageBody } from "./history.ts";
-import { IdempotencyCache, type PostAnswer } from "./idempotency.ts";
+import { IDEMPOTENCY_TRACKS, IdempotencyCache, type PostAnswer } from "./idempotency.ts";
+import { LruCache } from "../cache/mod.ts";
 import type { RateLimit } from "../config/mod.ts";
 import { RateLimiter } from "./limits.ts";
-import type { RecordSink } from "./sink.ts";
 
 /** Options of {@link FunnelService}. */
 export interface FunnelServiceOptions {
@@ -26,8 +27,8 @@ export interface FunnelServiceOptions {
   readonly trackLimit?: RateLimit | undefined;
   /** Millisecond clock for the rate limits. */
   readonly now?: () => number;
-  /** Told when PUT creates a track (a first POST's track arrives with its commit). */
-  readonly sink?: RecordSink | undefined;
+  /** Tracks whose Idempotency-Keys stay in memory (default {@link IDEMPOTENCY_TRACKS}). */
+  readonly idempotencyTracks?: number;
 }
 
 /** A POST's outcome: the committed group, and whether it replays an earlier answer. */
@@ -60,13 +61,17 @@ export class FunnelService {
   readonly #ledger: Ledger;
   readonly #senderLimiter: RateLimiter | undefined;
   readonly #trackLimiter: RateLimiter | undefined;
-  readonly #sink: RecordSink | undefined;
-  readonly #idempotency = new Map<string, Promise<IdempotencyCache>>();
+  // Bounded: a track whose keys were dropped reads them back from the ledger, once the
+  // commits its dropped keys were waiting on are durable (#settling), so none is missed.
+  readonly #idempotency: LruCache<string, Promise<IdempotencyCache>>;
+  readonly #settling = new Map<string, Promise<void>>();
 
   /** Creates the service over a ledger. */
   constructor(options: FunnelServiceOptions) {
+    this.#idempotency = new LruCache(options.idempotencyTracks ?? IDEMPOTENCY_TRACKS, {
+      onEvict: (key, loading) => this.#settle(key, loading),
+    });
     this.#ledger = options.ledger;
-    this.#sink = options.sink;
     const now = options.now ?? Date.now;
     this.#senderLimiter = options.senderLimit && new RateLimiter(options.senderLimit, now);
     this.#trackLimiter = options.trackLimit && new RateLimiter(options.trackLimit, now);
@@ -101,7 +106,7 @@ export class FunnelService {
       // A commit that failed or timed out may still have landed (its answer was
       // lost): keys are reloaded from the ledger before the next keyed POST, so a
       // retry with the same Idempotency-Key finds the record instead of storing it twice.
-      if (error instanceof LedgerError && error.kind === "unavailable") {
+      if (error instanceof LedgerError && error.code === "unavailable") {
         this.#idempotency.delete(trackKey(path));
       }
       throw error;
@@ -113,12 +118,8 @@ export class FunnelService {
 
   /** Creates a track ahead of its first record; true when it did not exist before. */
   async put(path: TrackPath): Promise<boolean> {
-    const existing = await this.#track(path, false);
-    if (existing) return false;
-    await this.#track(path, true);
-    // Subscribers may now wait on the track; the publisher ignores a repeat.
-    this.#sink?.trackCreated(path, undefined);
-    return true;
+    // The ledger's commit feed tells the live side, so subscribers may wait on the track.
+    return await this.#ledger.create(path);
   }
 
   /**
@@ -146,17 +147,33 @@ export class FunnelService {
     const track = await this.#existing(path);
     if (after) {
       // Only epoch 1 exists: nothing lies after a later epoch, everything after epoch 0.
-      if (after.epoch > 1) return newerPageBody([], () => false);
+      if (after.epoch > 1) return newerPageBody([], limit, 0, -1);
       const afterSeq = after.epoch === 0 ? undefined : after.seq;
-      const entries = track.entries({ after: afterSeq, limit }, { pageSize: limit });
-      return newerPageBody(entries, (newest) => newest.seq < (track.newest?.seq ?? -1));
+      // Taken before the read starts: everything up to it is durable, so the read must reach it.
+      const committed = track.newest?.seq ?? -1;
+      // One entry past the page says whether the page gets an `after` cursor.
+      const entries = track.entries({ after: afterSeq, limit: limit + 1 }, {
+        pageSize: limit + 1,
+      });
+      // From the start means from the first record kept; after a cursor, nothing is skipped.
+      const read = afterSeq === undefined
+        ? entries
+        : await continuing(entries, afterSeq + 1, () => track.first());
+      return newerPageBody(read, limit, afterSeq ?? -1, committed);
     }
     // Only epoch 1 exists: a later epoch lies after everything, so "before" it is all.
     const beforeSeq = before && before.epoch === 1 ? before.seq : undefined;
+    const first = await track.first();
+    if (beforeSeq !== undefined && first > 0 && beforeSeq <= first) {
+      throw new GoneError(
+        formatGroupId({ epoch: 1, seq: first }),
+        `Records before ${cursor.before} were removed by the track's retention`,
+      );
+    }
     const entries = track.entries({ direction: "backward", before: beforeSeq, limit }, {
       pageSize: limit,
     });
-    return olderPageBody(entries);
+    return olderPageBody(entries, first);
   }
 
   /**
@@ -173,12 +190,7 @@ export class FunnelService {
         "The group query parameter is required, e.g. ?group=e000001-g00000000",
       );
     }
-    let id;
-    try {
-      id = parseGroupId(group);
-    } catch (error) {
-      throw new InvalidRequestError((error as Error).message);
-    }
+    const id = clientInput(() => parseGroupId(group));
     const track = await this.#existing(path);
     if (id.epoch !== 1) throw new NotFoundError(`No group ${group} in this track`);
     try {
@@ -187,10 +199,10 @@ export class FunnelService {
       const entry = outcome.redaction;
       return { group: entryGroup(entry), wallclock: entry.wallclock };
     } catch (error) {
-      if (error instanceof TypeError) {
+      if (error instanceof LedgerError && error.code === "invalid_request") {
         throw new InvalidRequestError(`Group ${group} is a redaction; it cannot be redacted`);
       }
-      if (error instanceof LedgerError && error.kind === "not_found") {
+      if (error instanceof LedgerError && error.code === "not_found") {
         throw new NotFoundError(`No group ${group} in this track`);
       }
       throw error;
@@ -230,13 +242,31 @@ export class FunnelService {
     return this.#ledger.track(path, create);
   }
 
+  /** Tracks whose Idempotency-Keys are held in memory now. */
+  get idempotencyTracks(): number {
+    return this.#idempotency.size;
+  }
+
+  // A track's keys were dropped: until the commits they wait on settle, a reload waits too.
+  #settle(key: string, loading: Promise<IdempotencyCache>): void {
+    const done = loading.then((cache) => cache.settled(), () => {});
+    const previous = this.#settling.get(key);
+    const both = previous ? Promise.all([previous, done]).then(() => {}) : done;
+    this.#settling.set(key, both);
+    void both.then(() => {
+      if (this.#settling.get(key) === both) this.#settling.delete(key);
+    });
+  }
+
   // Keys of the track's last 1024 records are recovered from the ledger once,
   // so a retry reaching a restarted funnel with a durable ledger is not stored twice.
   #keys(track: TrackLedger): Promise<IdempotencyCache> {
     const key = trackKey(track.path);
     let loading = this.#idempotency.get(key);
     if (!loading) {
+      const settling = this.#settling.get(key);
       loading = (async () => {
+        await settling;
         const cache = new IdempotencyCache();
         const recent = await track.backend.readBefore(undefined, 1024);
         for (const entry of recent.reverse()) {
@@ -252,6 +282,45 @@ export class FunnelService {
   }
 }
 
+/**
+ * The entries of a forward page that must start at `expected`: when
+ * retention removed that record, the first one read is later, and the
+ * request is answered 410 naming it (a skip is never silent). Reads that
+ * first entry before the page is answered. A later first entry at or above
+ * the track's first available one (`first`) only skips records compaction
+ * removed, which a page passes over without a word.
+ */
+async function continuing(
+  entries: ReadableStream<LedgerEntry>,
+  expected: number,
+  first: () => Promise<number>,
+): Promise<AsyncIterable<LedgerEntry>> {
+  const reader = entries.getReader();
+  const head = await reader.read();
+  if (!head.done && head.value.seq > expected && expected < await first()) {
+    await reader.cancel();
+    const first = entryGroup(head.value);
+    throw new GoneError(
+      first,
+      `Records from ${formatGroupId({ epoch: 1, seq: expected })} to before ${first} ` +
+        `were removed by the track's retention; it starts at ${first}`,
+    );
+  }
+  return (async function* () {
+    try {
+      if (head.done) return;
+      yield head.value;
+      while (true) {
+        const next = await reader.read();
+        if (next.done) return;
+        yield next.value;
+      }
+    } finally {
+      reader.releaseLock();
+    }
+  })();
+}
+
 function answerOf(entry: LedgerEntry): PostAnswer {
   return { group: entryGroup(entry), wallclock: entry.wallclock };
 }
@@ -263,9 +332,5 @@ function answerOf(entry: LedgerEntry): PostAnswer {
 const START = /^e0{1,15}-g0{1,15}$/;
 
 function parseCursor(name: string, text: string): GroupId {
-  try {
-    return parseGroupId(text);
-  } catch (error) {
-    throw new InvalidRequestError(`${name}: ${(error as Error).message}`);
-  }
+  return clientInput(() => parseGroupId(text), `${name}: `);
 }

@@ -37,6 +37,14 @@ export interface LedgerBackend {
    * missed. Resolves once listening; the result stops it.
    */
   follow?(events: LedgerEvents): Promise<() => Promise<void>>;
+  /**
+   * Only for a backend several processes write at once (PostgreSQL): runs
+   * `task` only while this process holds the lock `name` across every
+   * process sharing the storage (released when `task` settles, or when the
+   * process dies); resolves undefined without running it when another
+   * process holds it.
+   */
+  exclusive?<T>(name: string, task: () => Promise<T>): Promise<T | undefined>;
 }
 
 /** What a shared backend tells its followers ({@link LedgerBackend.follow}). */
@@ -113,6 +121,30 @@ export interface TrackBackend {
   /** Deletes the payload of entry `seq` from storage and marks it redacted. */
   erasePayload(seq: number): Promise<void>;
   /**
+   * The oldest sequence still stored: 0 until retention removed entries
+   * ({@link trim}), and 0 for an empty track. Entries below it are gone.
+   */
+  first(): Promise<number>;
+  /**
+   * Retention: removes the entries with `seq < before`, oldest first, in
+   * the backend's whole storage units (a directory segment, an S3 batch
+   * object, bounded batches of rows), so it may remove fewer; never the
+   * newest entry. Stopped at any point (a crash), what is left is the
+   * track from some position on, readable as before. Resolves with
+   * {@link first} after it.
+   */
+  trim(before: number): Promise<number>;
+  /**
+   * Compaction: removes the entries with these sequences (ascending, each
+   * stored and neither the newest nor the oldest stored), in bounded steps.
+   * The positions of the entries kept never change; reads skip the removed
+   * ones, and {@link first} stays where it was. Stopped at any point (a
+   * crash), each entry is either stored as before or removed. Resolves with
+   * the number removed. Absent on a backend that cannot remove arbitrary
+   * entries (compaction then leaves its tracks as they are).
+   */
+  remove?(seqs: readonly number[]): Promise<number>;
+  /**
    * Only for a backend several processes write at once: numbers and stores
    * `drafts` in one transaction, in the order the storage itself decides
    * across processes (seq after the newest entry of any process, wallclock
@@ -130,8 +162,8 @@ export interface TrackBackend {
   /**
    * Only with {@link commit}: commits a redaction of `seq` and deletes its
    * payload in one transaction, unless another process redacted it first.
-   * Throws `LedgerError("not_found")` for no such record and `TypeError`
-   * when the target is itself a redaction.
+   * Throws `LedgerError("not_found")` for no such record and
+   * `LedgerError("invalid_request")` when the target is itself a redaction.
    */
   redactOnce?(seq: number, sender: string | undefined, wallclock: bigint): Promise<RedactResult>;
 }

@@ -61,6 +61,10 @@ export function withDeadline(
     readAfter: (after, limit) => bound("a read", () => t.readAfter(after, limit)),
     get: (seq) => bound("a read", () => t.get(seq)),
     erasePayload: (seq) => bound("a redaction", () => t.erasePayload(seq)),
+    first: () => bound("a read", () => t.first()),
+    // Retention removes in bounded steps; each step is bounded, not the whole pass.
+    trim: (before) => t.trim(before),
+    ...(t.remove ? { remove: (seqs: readonly number[]) => t.remove!(seqs) } : {}),
     ...(t.commit
       ? {
         commit: (drafts, wallclock, gate) =>
@@ -89,5 +93,9 @@ export function withDeadline(
     ...(backend.abandon ? { abandon: () => backend.abandon!() } : {}),
     // Listening is not one call with an answer: it is not bounded.
     ...(backend.follow ? { follow: (events) => backend.follow!(events) } : {}),
+    // Held for a whole retention pass: not one call with an answer either.
+    ...(backend.exclusive
+      ? { exclusive: <T>(name: string, task: () => Promise<T>) => backend.exclusive!(name, task) }
+      : {}),
   };
 }

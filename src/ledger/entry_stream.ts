@@ -71,7 +71,8 @@ export function entryStream(
       remaining -= page.length;
       const last = page[page.length - 1];
       if (last) cursor = last.seq;
-      // Sequences are dense, so a short forward page is the newest end of the track. A short
+      // A forward page is full up to the newest end of the track (a backend pages over the
+      // positions compaction removed), so a short one is that end. A short
       // backward page may only have skipped a batch still being written: go on to seq 0.
       const ended = backward ? page.length === 0 || cursor === 0 : page.length < wanted;
       if (ended || remaining <= 0) controller.close();

@@ -38,22 +38,43 @@ export type {
   TrackBackend,
 } from "./backend.ts";
 export {
+  CommitFeed,
+  type CommitInfo,
+  type CommitReader,
+  type FeedRead,
+  MAX_QUEUED_ENTRIES,
+  type SubscribeOptions,
+  Subscription,
+} from "./commit_feed.ts";
+export {
   CommitFollower,
   type CommitFollowerOptions,
+  FOLLOW_READ_DEADLINE_MS,
   FOLLOW_RETRY_MS,
   type ReadAfter,
 } from "./commit_follower.ts";
 export * from "./entry_stream.ts";
 export * from "./track_ledger.ts";
 export * from "./ledger.ts";
+export * from "./retention.ts";
+export * from "./retention_options.ts";
+export * from "./entry_key.ts";
 export * from "./memory/mod.ts";
 export {
   describeLedgerLocation,
   type LedgerLocation,
   parseLedgerUri,
+  type RetentionConfig,
+  type RetentionPolicy,
+  type RetentionRule,
   type StoreCredentials,
 } from "../config/mod.ts";
 export * from "./open.ts";
+export {
+  waitForBackend,
+  type WaitForBackendOptions,
+  type WaitingBackend,
+} from "./waiting_backend.ts";
 export * from "./directory/mod.ts";
 // Types only: the PostgreSQL and S3 drivers load when openBackend opens such a
 // ledger, so importing this module does not load them.

@@ -22,7 +22,10 @@ export async function openBackend(
     case "memory":
       return new MemoryBackend();
     case "directory":
-      return await DirectoryBackend.open(location.dir);
+      return await DirectoryBackend.open(
+        location.dir,
+        location.openTracks === undefined ? {} : { openTracks: location.openTracks },
+      );
     case "postgres": {
       // Loaded here, not at the top, so a program that never uses PostgreSQL
       // never loads its driver.

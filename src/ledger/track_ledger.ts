@@ -1,13 +1,11 @@
 import { admitBatch, sealAfter } from "./admission.ts";
 import type { CommitGate, CommitOutcome, DraftOutcome, TrackBackend } from "./backend.ts";
+import type { CommitFeed } from "./commit_feed.ts";
 import { CommitFollower } from "./commit_follower.ts";
 import { type EntryDraft, entryGroup, type LedgerEntry } from "./entry.ts";
 import { type EntryRange, entryStream, type EntryStreamOptions } from "./entry_stream.ts";
 import { CommitRefused, LedgerError } from "./errors.ts";
 import type { TrackPath } from "../record/mod.ts";
-
-/** Told of every committed batch of a track, in commit order, before the appenders resume. */
-export type CommitListener = (ledger: TrackLedger, entries: readonly LedgerEntry[]) => void;
 
 /** Returns the current time in Unix nanoseconds; injected so tests are exact. */
 export type NanoClock = () => bigint;
@@ -26,15 +24,8 @@ export type RedactOutcome = { readonly redaction: LedgerEntry; readonly already?
   readonly redaction?: undefined;
 };
 
-/** Options of {@link TrackLedger.open} beyond the positional ones. */
-export interface TrackLedgerHooks {
-  /** Told how many entries it read that another process committed (shared backends). */
-  readonly onLearned?: (ledger: TrackLedger, count: number) => void;
-  /** Told when reading others' commits failed (it retries by itself). */
-  readonly onFollowError?: (error: unknown) => void;
-  /** Told of every batch this process committed, by its number of new entries. */
-  readonly onBatch?: (ledger: TrackLedger, count: number) => void;
-}
+/** Where a track's commits go: the ledger's {@link CommitFeed}. */
+export type TrackCommits = Pick<CommitFeed, "committed" | "followFailed">;
 
 interface Pending {
   readonly draft: EntryDraft;
@@ -67,8 +58,7 @@ export class TrackLedger {
   readonly #backend: TrackBackend;
   readonly #clock: NanoClock;
   readonly #maxBatch: number;
-  readonly #onCommit: CommitListener | undefined;
-  readonly #hooks: TrackLedgerHooks;
+  readonly #commits: TrackCommits | undefined;
   #follower!: CommitFollower;
   #newest: LedgerEntry | undefined;
   #queue: Pending[] = [];
@@ -77,6 +67,9 @@ export class TrackLedger {
   /** Single-writer backends: the track's seal, as its newest entry left it. */
   #seal: string | undefined;
   #redactions: Promise<void> = Promise.resolve();
+  #redacting = 0;
+  /** Set by the {@link Ledger} while this ledger is out of its open-track map (see there). */
+  retired = false;
   /** Redactions committed whose payload erasure has not succeeded yet, by redacted seq. */
   readonly #erasing = new Map<number, LedgerEntry>();
   // When a batch fails we no longer know what reached storage; re-read the tail first.
@@ -87,37 +80,38 @@ export class TrackLedger {
     backend: TrackBackend,
     clock: NanoClock,
     maxBatch: number,
-    onCommit: CommitListener | undefined,
-    hooks: TrackLedgerHooks,
+    commits: TrackCommits | undefined,
   ) {
     this.path = path;
-    this.#hooks = hooks;
-    this.#onCommit = onCommit;
+    this.#commits = commits;
     this.#backend = backend;
     this.#clock = clock;
     this.#maxBatch = maxBatch;
   }
 
-  /** Opens a ledger over a track backend, reading its newest entry once. */
+  /**
+   * Opens a ledger over a track backend, reading its newest entry once; its
+   * commits, whoever made them, go to `commits` in sequence order.
+   */
   static async open(
     path: TrackPath,
     backend: TrackBackend,
     clock: NanoClock,
     maxBatch = 1024,
-    onCommit?: CommitListener,
-    hooks: TrackLedgerHooks = {},
+    commits?: TrackCommits,
+    onStuckRead?: () => void,
   ): Promise<TrackLedger> {
-    const ledger = new TrackLedger(path, backend, clock, maxBatch, onCommit, hooks);
+    const ledger = new TrackLedger(path, backend, clock, maxBatch, commits);
     ledger.#newest = await backend.latest();
     ledger.#lastWallclock = ledger.#newest?.wallclock ?? 0n;
     // A shared backend keeps the seal itself; a single writer reads it from its newest entries.
     if (!backend.commit) ledger.#seal = await sealOf(backend, ledger.#newest);
     ledger.#follower = new CommitFollower({
       read: (after, limit) => backend.readAfter(after, limit),
-      tell: (entries) => ledger.#told(entries),
+      tell: (entries, learned) => ledger.#told(entries, learned),
       told: ledger.#newest?.seq ?? -1,
-      onLearned: (count) => hooks.onLearned?.(ledger, count),
-      ...(hooks.onFollowError ? { onError: hooks.onFollowError } : {}),
+      ...(commits ? { onError: (error: unknown) => commits.followFailed(error) } : {}),
+      ...(onStuckRead ? { onStuck: onStuckRead } : {}),
     });
     return ledger;
   }
@@ -140,6 +134,16 @@ export class TrackLedger {
     this.#follower.stop();
   }
 
+  /**
+   * True when nothing is in flight here: no commit queued or running, no
+   * redaction or payload erasure pending. An idle ledger can leave the
+   * {@link Ledger}'s open-track map without losing anything.
+   */
+  get idle(): boolean {
+    return this.#queue.length === 0 && !this.#committing && this.#redacting === 0 &&
+      this.#erasing.size === 0;
+  }
+
   /** The newest committed entry (record or redaction), if any. */
   get newest(): LedgerEntry | undefined {
     return this.#newest;
@@ -156,6 +160,24 @@ export class TrackLedger {
    */
   entries(range: EntryRange = {}, options: EntryStreamOptions = {}): ReadableStream<LedgerEntry> {
     return entryStream(this.#backend, range, options);
+  }
+
+  /**
+   * The oldest sequence still stored: records below it were removed by
+   * retention and are gone (0 while none was).
+   */
+  first(): Promise<number> {
+    return this.#backend.first();
+  }
+
+  /**
+   * Retention: removes the records below `before` (never the newest), in
+   * the backend's whole storage units, so perhaps fewer. Resolves with
+   * {@link first} after it.
+   */
+  async trim(before: number): Promise<number> {
+    const newest = this.#newest?.seq ?? -1;
+    return await this.#backend.trim(Math.min(before, newest));
   }
 
   /** Commits one entry; resolves with it once it is durable. */
@@ -217,10 +239,7 @@ export class TrackLedger {
             this.#seal = decided.seal;
           }
           gate?.stored(entries);
-          if (entries.length > 0) {
-            this.#hooks.onBatch?.(this, entries.length);
-            this.#notify(entries);
-          }
+          if (entries.length > 0) this.#notify(entries);
           settle(batch, decided.outcomes);
         } catch (error) {
           this.#tailUncertain = true;
@@ -239,13 +258,14 @@ export class TrackLedger {
    * Redacts the record `seq`: commits a redaction entry, then deletes the
    * record's payload. Resolves `{ redaction }` when this call redacted it,
    * `{ already: true }` when it was redacted before. Throws
-   * `LedgerError("not_found")` for no such record and `TypeError` when the
-   * target is itself a redaction.
+   * `LedgerError("not_found")` for no such record and
+   * `LedgerError("invalid_request")` when the target is itself a redaction.
    */
   redact(seq: number, sender: string | undefined): Promise<RedactOutcome> {
     // Serialised per track so two concurrent DELETEs of one group commit one redaction.
+    this.#redacting++;
     const run = this.#redactions.then(() => this.#redactNow(seq, sender));
-    this.#redactions = run.then(() => undefined, () => undefined);
+    this.#redactions = run.then(() => void this.#redacting--, () => void this.#redacting--);
     return run;
   }
 
@@ -260,10 +280,7 @@ export class TrackLedger {
     const fresh = outcomes.flatMap((o) => "entry" in o && !o.existing ? [o.entry] : []);
     this.#advance(fresh[fresh.length - 1]);
     gate?.stored(fresh);
-    if (fresh.length > 0) {
-      this.#hooks.onBatch?.(this, fresh.length);
-      this.#follower.own(fresh);
-    }
+    if (fresh.length > 0) this.#follower.own(fresh);
     settle(batch, outcomes);
   }
 
@@ -286,10 +303,10 @@ export class TrackLedger {
     if (entry.wallclock > this.#lastWallclock) this.#lastWallclock = entry.wallclock;
   }
 
-  // Listeners hear of entries from the follower, which keeps sequence order.
-  #told(entries: readonly LedgerEntry[]): void {
+  // The feed hears of entries from the follower, which keeps sequence order.
+  #told(entries: readonly LedgerEntry[], learned: number): void {
     this.#advance(entries[entries.length - 1]);
-    this.#onCommit?.(this, entries);
+    this.#commits?.committed(this.path, entries, learned);
   }
 
   async #redactNow(seq: number, sender: string | undefined): Promise<RedactOutcome> {
@@ -297,14 +314,13 @@ export class TrackLedger {
       const result = await this.#backend.redactOnce(seq, sender, this.#wallclock());
       if ("already" in result) return { already: true };
       this.#advance(result.redaction);
-      this.#hooks.onBatch?.(this, 1);
       this.#follower.own([result.redaction]);
       return { redaction: result.redaction };
     }
     const target = await this.#backend.get(seq);
     if (!target) throw new LedgerError("not_found", `No group ${seq} in this track`);
     if (target.redacts !== undefined) {
-      throw new TypeError("The group is itself a redaction and cannot be redacted");
+      throw new LedgerError("invalid_request", "The group is a redaction; it cannot be redacted");
     }
     if (target.redacted) return { already: true };
     // A redaction committed earlier whose erasure failed (backend away): finish that one

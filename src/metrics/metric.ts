@@ -16,6 +16,14 @@ export interface MetricOptions {
   readonly help: string;
   /** The fixed label names; every series carries exactly these. */
   readonly labels?: readonly string[];
+  /**
+   * Most series the metric holds (default unbounded). Beyond it a new
+   * series is not made: its updates are dropped and `onOverflow` is told,
+   * so label values from outside input cannot grow the metric without end.
+   */
+  readonly maxSeries?: number;
+  /** Called each time an update is dropped because the metric holds `maxSeries` series. */
+  readonly onOverflow?: (metric: string) => void;
 }
 
 /** A metric the registry can render. */
@@ -32,6 +40,8 @@ abstract class Base<S> implements Metric {
   readonly labelNames: readonly string[];
   protected readonly series = new Map<string, S>();
   abstract readonly type: string;
+  readonly #maxSeries: number;
+  readonly #onOverflow: ((metric: string) => void) | undefined;
 
   constructor(options: MetricOptions) {
     checkMetricName(options.name);
@@ -39,16 +49,31 @@ abstract class Base<S> implements Metric {
     checkLabelNames(options.name, this.labelNames);
     this.name = options.name;
     this.help = options.help;
+    this.#maxSeries = options.maxSeries ?? Infinity;
+    this.#onOverflow = options.onOverflow;
+  }
+
+  /** Number of series held now. */
+  get size(): number {
+    return this.series.size;
+  }
+
+  /** True when the series of `labels` exists. */
+  has(labels: Labels): boolean {
+    return this.series.has(seriesKey(this.name, this.labelNames, labels));
+  }
+
+  // A new series, kept when there is room; past the bound a detached cell whose updates vanish.
+  #make(key: string, make: () => S): S {
+    const s = make();
+    if (this.series.size < this.#maxSeries) this.series.set(key, s);
+    else this.#onOverflow?.(this.name);
+    return s;
   }
 
   protected get(labels: Labels, make: () => S): S {
     const key = seriesKey(this.name, this.labelNames, labels);
-    let s = this.series.get(key);
-    if (s === undefined) {
-      s = make();
-      this.series.set(key, s);
-    }
-    return s;
+    return this.series.get(key) ?? this.#make(key, make);
   }
 
   /**
@@ -61,8 +86,7 @@ abstract class Base<S> implements Metric {
     return () => {
       // Checked every time: clear() or remove() may have dropped the series.
       if (cell === undefined || this.series.get(key) !== cell) {
-        cell = this.series.get(key);
-        if (cell === undefined) this.series.set(key, cell = make());
+        cell = this.series.get(key) ?? this.#make(key, make);
       }
       return cell;
     };

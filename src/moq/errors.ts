@@ -1,22 +1,26 @@
-/** Why a moq operation failed; `kind` is stable for callers to branch on. */
-export type MoqErrorKind =
-  | "not-found"
-  | "unauthorized"
-  | "refused"
-  | "closed"
-  | "protocol"
-  | "cancelled"
-  | "timeout";
+import { SluiceError } from "../errors/mod.ts";
+
+/** Why a moq operation failed; `code` is stable for callers to branch on. */
+export type MoqErrorCode = (typeof MoqError.codes)[number];
 
 /** A moq-layer failure (subscription refused, session closed, peer misbehaved). */
-export class MoqError extends Error {
-  /** Stable kind. */
-  readonly kind: MoqErrorKind;
+export class MoqError extends SluiceError {
+  /** The codes this class carries. */
+  static readonly codes = [
+    "not_found",
+    "gone",
+    "unauthorized",
+    "refused",
+    "closed",
+    "protocol_violation",
+    "cancelled",
+    "timeout",
+  ] as const;
+  /** Stable code. */
+  declare readonly code: MoqErrorCode;
   /** Makes the error. */
-  constructor(kind: MoqErrorKind, message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = "MoqError";
-    this.kind = kind;
+  constructor(code: MoqErrorCode, message: string, options?: ErrorOptions) {
+    super(code, message, options);
   }
 }
 
@@ -27,6 +31,12 @@ export class MoqError extends Error {
 export const MoqCode = {
   /** Clean close. */
   None: 0,
+  /**
+   * The group is older than what the publisher keeps (the Rust reference's
+   * `Old`): a FETCH of a record retention removed. gomoqt's group-stream
+   * equivalent is ExpiredGroup 0x3.
+   */
+  Old: 2,
   /** Transport-level failure. */
   Transport: 4,
   /** Undecodable bytes. */
@@ -48,8 +58,19 @@ export const MoqCode = {
 } as const;
 
 /** The kind a refusal's reset code names, if it names one (lite refusals carry these codes). */
-export function refusalKind(code: number): MoqErrorKind | undefined {
+export function refusalKind(code: number): MoqErrorCode | undefined {
   if (code === MoqCode.Unauthorized) return "unauthorized";
-  if (code === MoqCode.NotFound) return "not-found";
+  if (code === MoqCode.NotFound) return "not_found";
+  if (code === MoqCode.Old) return "gone";
   return undefined;
+}
+
+/**
+ * The close reason for a session its admission check refused by throwing: a
+ * SluiceError's message, which is written for the caller (as an HTTP 401 body
+ * is), cut to 200 characters; anything else is just "unauthorized".
+ */
+export function refusalReason(err: unknown): string {
+  if (err === false || !(err instanceof SluiceError)) return "unauthorized";
+  return err.message.slice(0, 200);
 }

@@ -13,7 +13,7 @@
  * import { accept, TrackProducer } from "@sluice/sluice/moq";
  * const track = new TrackProducer();
  * const moq = await accept(session, {
- *   serve: ({ path, track: name }) => path === "demo" && name === "records" ? track : "not-found",
+ *   serve: ({ path, track: name }) => path === "demo" && name === "records" ? track : "not_found",
  * });
  * moq.announce("demo");
  * track.writeGroup(1, new TextEncoder().encode("hello"));
@@ -26,6 +26,7 @@ export {
   type AdmitDecision,
   connect,
   type FetchOptions,
+  MAX_ANNOUNCED,
   MAX_DATAGRAM_BODY,
   type MoqAcceptOptions,
   MoqSession,
@@ -43,6 +44,8 @@ export {
   type FetchedGroup,
   type GroupFetcher,
   type GroupFrames,
+  type GroupPresence,
+  HOLE_WAIT_MS,
   LiveFrames,
   type LiveState,
   MAX_BURST_GROUPS,
@@ -58,9 +61,10 @@ export {
   type Announcement,
   Announcer,
 } from "./announcer.ts";
-export { MoqCode, MoqError, type MoqErrorKind } from "./errors.ts";
+export { MoqCode, MoqError, type MoqErrorCode } from "./errors.ts";
 export { MoqStats } from "./stats.ts";
 export { randomHopId } from "./hops.ts";
+export { type SessionLease, startLease } from "./session_lease.ts";
 export { DeliveryGaps } from "./session/mod.ts";
 export { DecodeError } from "../wire/mod.ts";
 export { encodeGroupStreamHeader, type GroupHeader } from "./codec/mod.ts";
@@ -70,3 +74,21 @@ export { DELIVERY_TURN_MS, DeliveryTurns, type DeliveryTurnsOptions } from "./se
 
 /** The moq-lite wire codec: every message encoded and decoded (for peers and fuzzers). */
 export * as codec from "./codec/mod.ts";
+export { type MoqPeer } from "./peer.ts";
+export {
+  acceptIetf,
+  connectIetf,
+  IETF_ALPN,
+  IETF_PROTOCOLS,
+  IETF_VERSION,
+  IETF_WEB_PROTOCOLS,
+  IetfCode,
+  ietfCodec,
+  type IetfConnectOptions,
+  type IetfDraft,
+  ietfDraftOf,
+  IetfSession,
+  MAX_OUR_PUSHES,
+  type OpenTrack,
+  type OpenTracks,
+} from "./ietf/mod.ts";

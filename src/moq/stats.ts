@@ -1,3 +1,5 @@
+const NO_ERRORS: ReadonlyMap<string, number> = new Map();
+
 /** Counters one moq session keeps; read them any time (the relay's metrics do). */
 export class MoqStats {
   /** Bytes written to the transport's streams. */
@@ -6,14 +8,19 @@ export class MoqStats {
   bytesReceived = 0;
   /** Subscriptions the peer opened that we serve (accepted). */
   subscriptionsOpened = 0;
+  /**
+   * Of those, tracks we pushed (IETF PUBLISH) that the peer had forwarded:
+   * served without a SUBSCRIBE of its own.
+   */
+  tracksPushed = 0;
   /** Served subscriptions that ended. */
   subscriptionsClosed = 0;
   /** Subscriptions we opened to the peer. */
   upstreamSubscriptionsOpened = 0;
   /** Our subscriptions to the peer that ended. */
   upstreamSubscriptionsClosed = 0;
-  /** Refused or failed subscribe requests from the peer, by reason. */
-  readonly subscribeErrors: Map<string, number> = new Map();
+  // Made at the first error: most sessions never have one.
+  #subscribeErrors: Map<string, number> | undefined;
   /** Groups sent on group streams. */
   groupsSent = 0;
   /** Groups sent as datagrams (lite-05, tracks chosen by the `datagrams` option). */
@@ -37,8 +44,14 @@ export class MoqStats {
   /** Streams or sessions ended because of the peer's malformed or hostile input. */
   protocolErrors = 0;
 
+  /** Refused or failed subscribe requests from the peer, by reason. */
+  get subscribeErrors(): ReadonlyMap<string, number> {
+    return this.#subscribeErrors ?? NO_ERRORS;
+  }
+
   /** Counts one subscribe error. */
   subscribeError(reason: string): void {
-    this.subscribeErrors.set(reason, (this.subscribeErrors.get(reason) ?? 0) + 1);
+    const errors = this.#subscribeErrors ??= new Map();
+    errors.set(reason, (errors.get(reason) ?? 0) + 1);
   }
 }

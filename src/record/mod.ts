@@ -7,4 +7,12 @@
  */
 
 export * from "./group_id.ts";
-export * from "./track_path.ts";
+// A record is posted to a track path; its home is path/.
+export {
+  broadcastName,
+  MAX_TRACK_PATH_BYTES,
+  parseTrackPath,
+  segmentProblem,
+  trackKey,
+  type TrackPath,
+} from "../path/mod.ts";

@@ -9,7 +9,7 @@
 export { DOCTOR_HEADING, type DoctorOptions, renderGcBlock, runDoctor } from "./ops/mod.ts";
 export { type RelayOptions, type RunningRelay, startRelay } from "./server.ts";
 export { createRelayMetrics, type RelayMetrics } from "./metrics/mod.ts";
-export { RelayCore, SubscribeError } from "./routing/mod.ts";
+export { FLOW_LAG_MS, RelayCore, SubscribeError } from "./routing/mod.ts";
 export { runRelay, type RunRelayIo } from "./run.ts";
 export { runRelayCommand } from "./command.ts";
 export { cpuProfile } from "./ops/mod.ts";

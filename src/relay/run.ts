@@ -5,14 +5,18 @@ import {
   type Signer,
   type Verifier,
 } from "../auth/mod.ts";
-import { ConfigError, formatListenAddress } from "../config/mod.ts";
+import { ConfigError, formatListenAddress, relayExposureWarning } from "../config/mod.ts";
 import { errorText } from "../error_text/mod.ts";
 import { loadServingCertificate } from "../certs/mod.ts";
 import type { RelayConfig } from "../config/mod.ts";
 import { reexecWithV8Flags } from "./ops/mod.ts";
 import { peerCredentials } from "./mesh/mod.ts";
 import { startRelay } from "./server.ts";
-import { readUdpReceiveBuffers, udpReceiveBufferAdvice } from "../transport/mod.ts";
+import {
+  readUdpReceiveBuffers,
+  RECOMMENDED_UDP_RECEIVE_BUFFER,
+  udpReceiveBufferAdvice,
+} from "../transport/mod.ts";
 
 /** How long a stopping relay waits for its sessions to leave after GOAWAY, ms. */
 export const DRAIN_MS = 10_000;
@@ -90,6 +94,8 @@ export async function runRelay(config: RelayConfig, io: RunRelayIo = {}): Promis
     server: "relay",
     log: (line) => log(`relay: ${line}`),
   });
+  const exposed = relayExposureWarning(config);
+  if (exposed !== undefined) log(`relay: ${exposed}`);
   let verifier: Verifier | undefined;
   const keys = config.authKeys.value;
   if (keys !== undefined) {
@@ -100,7 +106,10 @@ export async function runRelay(config: RelayConfig, io: RunRelayIo = {}): Promis
         : {}),
       ...(config.relayToken.value !== undefined ? { bearerToken: config.relayToken.value } : {}),
     });
-    verifier = await createVerifier(source);
+    verifier = await createVerifier(source, {
+      ...(config.authAudience.value !== undefined ? { audience: config.authAudience.value } : {}),
+      ...(config.authIssuer.value !== undefined ? { issuer: config.authIssuer.value } : {}),
+    });
     log(`relay: credentials checked against ${source.location}`);
   }
   const mesh = await readMeshFiles(config);
@@ -115,6 +124,7 @@ export async function runRelay(config: RelayConfig, io: RunRelayIo = {}): Promis
       groupCacheBytes: config.groupCacheBytes.value,
       orphanMs: config.publisherGraceMs.value,
       pprof: config.pprof.value,
+      ...(config.metricsAddr.value ? { metricsAddr: config.metricsAddr.value } : {}),
       corsAllowedOrigins: config.corsAllowedOrigins.value,
       datagramTracks: config.datagramTracks.value,
       deliveryTurnMs: config.deliveryTurnMs.value,
@@ -123,7 +133,14 @@ export async function runRelay(config: RelayConfig, io: RunRelayIo = {}): Promis
       peers: config.mesh.peers.value,
       name: config.mesh.name.value,
       ...(mesh.signer
-        ? { peerCredential: peerCredentials(mesh.signer, config.mesh.name.value) }
+        ? {
+          peerCredential: peerCredentials(mesh.signer, config.mesh.name.value, Date.now, {
+            ...(config.authAudience.value !== undefined
+              ? { audience: config.authAudience.value }
+              : {}),
+            ...(config.authIssuer.value !== undefined ? { issuer: config.authIssuer.value } : {}),
+          }),
+        }
         : {}),
       ...(mesh.caCerts ? { peerCaCerts: mesh.caCerts } : {}),
       ...(config.mesh.goawayRedirectUri.value
@@ -133,15 +150,30 @@ export async function runRelay(config: RelayConfig, io: RunRelayIo = {}): Promis
     const gc = config.gc;
     log(
       `relay: listening on ${formatListenAddress(relay.addr)} (UDP: moq-lite over QUIC and ` +
-        `WebTransport; TCP: HTTPS /health /routes /metrics and WebSocket (QMux, wss://)); ` +
+        `WebTransport; TCP: HTTPS /health${
+          relay.metricsAddr ? "" : ", /routes /metrics to loopback clients only,"
+        } and WebSocket (QMux, wss://)); ` +
         `young generation ` +
         `${
           gc.semiSpace.mb === undefined ? "V8 default" : `${gc.semiSpace.mb} MiB`
         } [${gc.semiSpace.source}]`,
     );
-    const udp = readUdpReceiveBuffers();
-    const advice = udp && udpReceiveBufferAdvice(udp);
-    if (advice) log(`relay: warning: ${advice}`);
+    if (relay.metricsAddr) {
+      log(
+        `relay: /routes /metrics${config.pprof.value ? " /debug/pprof" : ""} on ` +
+          `http://${formatListenAddress(relay.metricsAddr)} (RELAY_METRICS_ADDR)`,
+      );
+    }
+    // The relay sizes its own socket up to net.core.rmem_max; only a socket left short is worth
+    // a warning (the kernel reports twice the usable bytes).
+    const socket = relay.udpReceiveBuffer;
+    if (socket === undefined || socket / 2 < RECOMMENDED_UDP_RECEIVE_BUFFER) {
+      const udp = readUdpReceiveBuffers();
+      const advice = udp && udpReceiveBufferAdvice(udp);
+      if (advice) log(`relay: warning: ${advice}`);
+    } else {
+      log(`relay: UDP receive buffer ${Math.round(socket / 2 / 1024)} KiB`);
+    }
     log(
       `relay: mesh: name ${config.mesh.name.value}, hop id ${relay.hopId}, peers ` +
         `${config.mesh.peers.display}${mesh.signer ? " (signed peer credentials)" : ""}`,

@@ -1,18 +1,22 @@
 import { RELAY_DEFAULTS } from "../config/mod.ts";
 import { errorStack } from "../error_text/mod.ts";
 import { rateLimitedLog } from "../log/mod.ts";
-import { startMemoryTrimmer } from "../heap/mod.ts";
+import { startMemoryTrimmer } from "../memory_trim/mod.ts";
 import type { Verifier } from "../auth/mod.ts";
 import type { TrackPatterns } from "../path/mod.ts";
 import { originPolicy, problemResponse, type RunningServer, startHttpServer } from "../http/mod.ts";
-import { bindSamePort, qmuxUpgrade, webTransportAdmission } from "../serving/mod.ts";
-import { randomHopId, VERSIONS } from "../moq/mod.ts";
+import { bindSamePort, qmuxUpgrade, webTransportAdmission } from "../listeners/mod.ts";
+import { IETF_PROTOCOLS, IETF_WEB_PROTOCOLS, randomHopId, VERSIONS } from "../moq/mod.ts";
+
+// WebTransport and WebSocket sessions: moq-lite first, then the IETF drafts that have a token there.
+const WEB_PROTOCOLS: readonly string[] = [...VERSIONS, ...IETF_WEB_PROTOCOLS];
 import {
   type AdmitWebTransport,
   ipv4OnlyReason,
   isWebSocketUpgrade,
   listen,
   type Listener,
+  raiseUdpReceiveBuffer,
   type Session,
 } from "../transport/mod.ts";
 import { admitSession } from "./sessions/mod.ts";
@@ -48,6 +52,13 @@ export interface RelayOptions {
   readonly groupCacheBytes?: number;
   /** RELAY_PPROF. */
   readonly pprof: boolean;
+  /**
+   * RELAY_METRICS_ADDR: a plain-HTTP listener of its own for /routes, /metrics
+   * and /debug/pprof/* (and /health), which the public port then no longer
+   * serves. Unset (the default), the public port serves them to loopback
+   * clients only.
+   */
+  readonly metricsAddr?: { readonly hostname: string; readonly port: number };
   /** CORS_ALLOWED_ORIGINS: browser origins allowed to open WebTransport and WebSocket ("*": any). */
   readonly corsAllowedOrigins: readonly string[] | "*";
   /**
@@ -67,7 +78,7 @@ export interface RelayOptions {
   readonly now?: () => number;
   /** Logs a line (default console.error). */
   readonly log?: (line: string) => void;
-  /** Session RTT ping interval in ms (default 10000; 0 disables). */
+  /** RTT ping interval of peer sessions in ms (default 10000; 0 disables); clients are not pinged. */
   readonly rttIntervalMs?: number;
   /** How long an unused track's upstream subscription is kept, ms (default 5000). */
   readonly idleMs?: number;
@@ -106,6 +117,13 @@ export interface RelayOptions {
 export interface RunningRelay {
   /** Bound address (`::` or `0.0.0.0` for every interface); UDP and TCP share the port. */
   readonly addr: { readonly hostname: string; readonly port: number };
+  /** The RELAY_METRICS_ADDR listener's bound address, when there is one. */
+  readonly metricsAddr?: Deno.NetAddr;
+  /**
+   * The UDP socket's receive buffer after the relay asked for 4 MiB, as the kernel reports it
+   * (twice the usable bytes); undefined when it could not be sized (not Linux, or no FFI for libc).
+   */
+  readonly udpReceiveBuffer: number | undefined;
   /** The relay's metrics. */
   readonly metrics: RelayMetrics;
   /** Routing and fan-out state. */
@@ -148,18 +166,22 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
   // After a burst of sessions, freed QUIC and TLS state goes back to the system.
   const trimmer = startMemoryTrimmer();
   let ready = false;
-  const handler = createRelayHandler({
+  const handlerOptions = {
     core,
     metrics,
     now,
     startedAt: now(),
     ready: () => ready,
     pprof: options.pprof,
+  };
+  const handler = createRelayHandler({
+    ...handlerOptions,
+    ops: options.metricsAddr ? "none" : "loopback",
   });
   // The funnel's listener's rule: besides CORS_ALLOWED_ORIGINS, a page of the relay's
   // own origin is admitted (the relay serves none, so in practice nothing changes).
   const admitReady = webTransportAdmission({
-    protocols: VERSIONS,
+    protocols: WEB_PROTOCOLS,
     origins: originPolicy(options.corsAllowedOrigins),
     admitCredential: (url) => admitSession(url, options.verifier),
   });
@@ -172,15 +194,27 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
     sessions.handle(s);
   };
   let bound: { listener: Listener; server: RunningServer };
+  let opsServer: RunningServer | undefined;
   try {
+    if (options.metricsAddr) {
+      const opsHandler = createRelayHandler({ ...handlerOptions, ops: "all" });
+      opsServer = await startHttpServer((req) => opsHandler(req), {
+        hostname: options.metricsAddr.hostname,
+        port: options.metricsAddr.port,
+      });
+    }
     bound = await bindRelay(options, { admit, onSession, handler, log });
   } catch (e) {
+    await opsServer?.stop();
     trimmer.stop();
     await sessions.stop();
     throw e;
   }
   const { listener, server: http } = bound;
   const port = listener.addr.port;
+  // Thousands of sessions' ACKs arrive in bursts while a delivery turn runs; the host's default
+  // buffer (often 208 KiB) overflows, and every drop costs a retransmission (docs/relay.md).
+  const udpReceiveBuffer = raiseUdpReceiveBuffer(port);
   ready = true;
   warnAtStart(options, trimmer.available, log);
   peers.start();
@@ -188,6 +222,8 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
   let draining: Promise<boolean> | undefined;
   return {
     addr: { hostname: listener.addr.hostname, port },
+    udpReceiveBuffer,
+    ...(opsServer ? { metricsAddr: opsServer.addr } : {}),
     metrics,
     core,
     hopId,
@@ -208,6 +244,7 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
         core.close();
         await listener.stop();
         await http.stop();
+        await opsServer?.stop();
       })(),
   };
 }
@@ -274,7 +311,6 @@ function sessionsAndPeers(
     log: rateLimitedLog(log),
     ...(options.rttIntervalMs !== undefined ? { rttIntervalMs: options.rttIntervalMs } : {}),
     onPeerGoaway: (g) => peers.goaway(g),
-    onPeerAdmitted: (name) => peers.peerArrived(name),
   });
   const peers: Peers = new Peers({
     entries: options.peers ?? [],
@@ -286,7 +322,6 @@ function sessionsAndPeers(
     ...(options.peerDialTimeoutMs !== undefined
       ? { dialTimeoutMs: options.peerDialTimeoutMs }
       : {}),
-    routes: core.routes,
     metrics,
     now,
     log,
@@ -298,7 +333,7 @@ function sessionsAndPeers(
 interface RelayEntrances {
   readonly admit: AdmitWebTransport;
   readonly onSession: (s: Session) => void;
-  readonly handler: (req: Request) => Response | Promise<Response>;
+  readonly handler: (req: Request, remote: Deno.NetAddr) => Response | Promise<Response>;
   readonly log: (line: string) => void;
 }
 
@@ -309,7 +344,7 @@ function bindRelay(
 ): Promise<{ listener: Listener; server: RunningServer }> {
   const ws = options.webSocketSetup;
   const upgrade = qmuxUpgrade({
-    protocols: VERSIONS,
+    protocols: WEB_PROTOCOLS,
     admit,
     onSession,
     ...(ws?.maxSettingUp !== undefined ? { maxSettingUp: ws.maxSettingUp } : {}),
@@ -323,13 +358,14 @@ function bindRelay(
         port,
         certPem: options.tls.certPem,
         keyPem: options.tls.keyPem,
-        protocols: VERSIONS,
+        // Native QUIC also takes IETF MoQ Transport clients (moq-lite is preferred).
+        protocols: [...VERSIONS, ...IETF_PROTOCOLS],
         admitWebTransport: admit,
         onSession,
       }),
     (port) =>
       startHttpServer(
-        (req, info) => isWebSocketUpgrade(req) ? upgrade(req, info) : handler(req),
+        (req, info) => isWebSocketUpgrade(req) ? upgrade(req, info) : handler(req, info.remoteAddr),
         {
           hostname: options.hostname,
           port,

@@ -53,17 +53,29 @@ export class Deadlines {
     this.#waiting.add(waiter);
     this.#arm(waiter.at);
     return () => {
-      this.#waiting.delete(waiter);
+      // The last one cancelled takes the timer with it: nothing is left pending (a relay's
+      // session leases, say, once every session ended).
+      if (this.#waiting.delete(waiter) && this.#waiting.size === 0) this.#disarm();
     };
   }
+
+  /**
+   * These deadlines behind the {@linkcode Timers} interface, for code written against timers
+   * that should share this one timer (such as one per session): `setTimeout` adds a deadline,
+   * and its handle is the function that cancels it.
+   */
+  readonly timers: Timers = {
+    setTimeout: (fn, ms) => this.add(ms, fn),
+    clearTimeout: (handle) => (handle as (() => void) | undefined)?.(),
+  };
 
   /** Deadlines not yet met, cancelled or fired. */
   get size(): number {
     return this.#waiting.size;
   }
 
-  // A cancelled deadline leaves the timer armed; the sweep it causes finds
-  // nothing due and re-arms for the next one, if any.
+  // A cancelled deadline leaves the timer armed (unless it was the last); the
+  // sweep it causes finds nothing due and re-arms for the next one, if any.
   #arm(at: number): void {
     if (this.#timer !== undefined && this.#timerAt <= at) return;
     if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
@@ -71,6 +83,12 @@ export class Deadlines {
     const timer = this.#timers.setTimeout(() => this.#sweep(), Math.max(0, at - this.#now()));
     if (this.#unref && typeof timer === "number") Deno.unrefTimer(timer);
     this.#timer = timer;
+  }
+
+  #disarm(): void {
+    if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
   }
 
   #sweep(): void {

@@ -9,3 +9,13 @@ export function formatAddr(addr: Deno.NetAddr): string {
 export function isIpLiteral(host: string): boolean {
   return host.includes(":") || /^\d{1,3}(\.\d{1,3}){3}$/.test(host);
 }
+
+/**
+ * True when `host` is a loopback address: `127.0.0.0/8`, `::1`, or either
+ * as an IPv4-mapped IPv6 address (`::ffff:127.0.0.1`, how a dual-stack
+ * socket reports IPv4 peers). Brackets are allowed; names are not resolved.
+ */
+export function isLoopbackAddress(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
+  return h === "::1" || /^(::ffff:)?127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}

@@ -4,6 +4,7 @@
  * WebSocket, for networks that drop UDP. The funnel's relay client and the
  * relay's peering dial through it.
  */
+import { redactUrl } from "../error_text/mod.ts";
 import { connectQMux } from "./qmux/mod.ts";
 import { connectQuicSession } from "./quic/mod.ts";
 import type { Session } from "./session.ts";
@@ -84,7 +85,9 @@ export function connectSession(url: URL, options: ConnectSessionOptions): Promis
   }
   return Promise.reject(
     new TypeError(
-      `Cannot dial "${url.href}": the scheme must be moqt: (QUIC), https: (WebTransport) or wss: (WebSocket)`,
+      `Cannot dial "${
+        redactUrl(url)
+      }": the scheme must be moqt: (QUIC), https: (WebTransport) or wss: (WebSocket)`,
     ),
   );
 }

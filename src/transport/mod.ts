@@ -40,7 +40,7 @@ export { H3_ALPN, listen, type Listener, type ListenOptions } from "./listener.t
 export { DEAD_PEER_MS, IDLE_TIMEOUT_MS, keepAliveFor } from "./liveness.ts";
 export { type Timers } from "../timers/mod.ts";
 export { type HeaderField } from "./h3/mod.ts";
-export { formatAddr, isIpLiteral } from "./address.ts";
+export { formatAddr, isIpLiteral, isLoopbackAddress } from "./address.ts";
 export {
   bindHostname,
   type EveryInterface,
@@ -50,10 +50,12 @@ export {
   type ProbeListen,
 } from "./every_interface.ts";
 export {
+  raiseUdpReceiveBuffer,
   readUdpReceiveBuffers,
   RECOMMENDED_UDP_RECEIVE_BUFFER,
   udpReceiveBufferAdvice,
   type UdpReceiveBuffers,
+  udpSocketDrops,
 } from "./udp_buffers.ts";
 export {
   closePayload,

@@ -1,11 +1,13 @@
+import { SluiceError } from "../errors/mod.ts";
+
 /** A peer sent bytes that do not decode: the stream (or session) carrying them must end. */
-export class DecodeError extends Error {
-  /** Stable kind: "truncated" (ran out of bytes), "invalid" (bad value), "trailing" (extra bytes), "too-large". */
-  readonly kind: "truncated" | "invalid" | "trailing" | "too-large";
-  /** Makes a decode error of the given kind. */
-  constructor(kind: DecodeError["kind"], message: string) {
-    super(message);
-    this.name = "DecodeError";
-    this.kind = kind;
+export class DecodeError extends SluiceError {
+  /** The codes this class carries: ran out of bytes, a bad value, extra bytes, over a limit. */
+  static readonly codes = ["truncated", "invalid", "trailing", "too_large"] as const;
+  /** Stable code. */
+  declare readonly code: (typeof DecodeError.codes)[number];
+  /** Makes a decode error of the given code. */
+  constructor(code: DecodeError["code"], message: string) {
+    super(code, message);
   }
 }

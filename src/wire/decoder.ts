@@ -79,7 +79,7 @@ export class Decoder {
   lengthPrefixed(what = "bytes", max = 1 << 20): Uint8Array {
     const n = this.u53(`${what} length`);
     if (n > max) {
-      throw new DecodeError("too-large", `Cannot read ${what}: ${n} bytes exceeds ${max}`);
+      throw new DecodeError("too_large", `Cannot read ${what}: ${n} bytes exceeds ${max}`);
     }
     return this.bytes(n, what);
   }

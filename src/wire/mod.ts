@@ -11,6 +11,7 @@ export { Decoder } from "./decoder.ts";
 export { DropOldestQueue } from "./drop_oldest_queue.ts";
 export { Encoder } from "./encoder.ts";
 export { type ByteCounter, StreamReader } from "./stream_reader.ts";
+export { decodeLeadingOnes, encodeLeadingOnes, leadingOnesSize } from "./leading_ones.ts";
 export {
   decodeVarint,
   decodeVarintBig,

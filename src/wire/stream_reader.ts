@@ -5,6 +5,8 @@ import { DecodeError } from "./decode_error.ts";
 export type ByteCounter = (n: number) => void;
 
 const EMPTY = new Uint8Array(0);
+const NOT_DONE: Promise<boolean> = Promise.resolve(false);
+const isEnd = (filled: boolean): boolean => !filled;
 
 // BYOB reads start small and grow while reads fill the buffer: an idle
 // control stream then pins ~512 B instead of the 64 KiB a default reader's
@@ -31,6 +33,7 @@ export class StreamReader {
   #buf: Uint8Array = EMPTY;
   #at = 0;
   #done = false;
+  #received = 0;
 
   /**
    * Reads from `source`, reporting received byte counts to `count`. Given a
@@ -54,14 +57,29 @@ export class StreamReader {
   /** Pulls one more chunk into the buffer; false at FIN. */
   async #fill(): Promise<boolean> {
     if (this.#done) return false;
+    // The read is inline rather than in an async helper: a reader waiting for its stream's next
+    // bytes (an idle subscription's control stream, for the session's whole life) then holds
+    // one suspended function, not two.
+    const source = this.#reader;
+    // A chunk read to its end is let go before waiting: an idle control stream would otherwise
+    // keep its last chunk (a 512 B read buffer) besides the one its pending read fills.
+    if (this.#available === 0) {
+      this.#buf = EMPTY;
+      this.#at = 0;
+    }
     for (;;) {
-      const { value, done } = await this.#read();
+      const size = this.#readSize;
+      const { value, done } = source.byob
+        ? await source.r.read(new Uint8Array(size))
+        : await source.r.read();
       if (done || value === undefined) {
         this.#done = true;
         return false;
       }
+      if (source.byob && value.length === size && size < LARGEST_READ) this.#readSize = size * 2;
       if (value.length === 0) continue;
       this.#count?.(value.length);
+      this.#received += value.length;
       if (this.#available === 0) {
         this.#buf = value;
       } else {
@@ -75,16 +93,6 @@ export class StreamReader {
     }
   }
 
-  async #read(): Promise<ReadableStreamReadResult<Uint8Array>> {
-    if (!this.#reader.byob) return await this.#reader.r.read();
-    const size = this.#readSize;
-    const result = await this.#reader.r.read(new Uint8Array(size));
-    if (!result.done && result.value?.length === size && size < LARGEST_READ) {
-      this.#readSize = size * 2;
-    }
-    return result as ReadableStreamReadResult<Uint8Array>;
-  }
-
   async #need(n: number, what: string): Promise<void> {
     while (this.#available < n) {
       if (!(await this.#fill())) {
@@ -94,9 +102,10 @@ export class StreamReader {
   }
 
   /** True when the peer finished the stream and every byte was read. */
-  async done(): Promise<boolean> {
-    if (this.#available > 0) return false;
-    return !(await this.#fill());
+  done(): Promise<boolean> {
+    // Not an async function, for the same reason as #fill's inline read.
+    if (this.#available > 0) return NOT_DONE;
+    return this.#fill().then(isEnd);
   }
 
   /** Reads a varint as a bigint. */
@@ -166,7 +175,7 @@ export class StreamReader {
   async message(what: string, max: number): Promise<Uint8Array> {
     const n = await this.u53(`${what} length`);
     if (n > max) {
-      throw new DecodeError("too-large", `Cannot read ${what}: ${n} bytes exceeds ${max}`);
+      throw new DecodeError("too_large", `Cannot read ${what}: ${n} bytes exceeds ${max}`);
     }
     return await this.bytes(n, what);
   }
@@ -214,6 +223,11 @@ export class StreamReader {
     const out = this.#buf.subarray(this.#at, this.#at + take);
     this.#at += take;
     return out;
+  }
+
+  /** Bytes the stream delivered so far (read ahead or consumed). */
+  get received(): number {
+    return this.#received;
   }
 
   /** Bytes read ahead and not yet consumed. */

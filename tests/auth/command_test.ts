@@ -212,3 +212,24 @@ Deno.test("ttl accepts seconds and units up to one hour", async () => {
     }
   });
 });
+
+Deno.test("token --aud and --iss mint a credential a verifier requiring them accepts", async () => {
+  await withTempDir(async (dir) => {
+    await run(["keygen", "--out", `${dir}/key.jwk`, "--keys", `${dir}/keys.json`]);
+    const base = ["token", "--key", `${dir}/key.jwk`, "--scope", "publish:room/**"];
+    const token = await run([...base, "--aud", "relay.example", "--iss", "ops"]);
+    assert.equal(token.code, 0, token.stderr);
+    const jwt = token.stdout.trim();
+    assert.equal(decodeJwt(jwt).aud, "relay.example");
+    assert.equal(decodeJwt(jwt).iss, "ops");
+    const verifier = await createVerifier(keySourceFrom(`${dir}/keys.json`, { pollMs: 0 }), {
+      now: () => NOW_MS,
+      audience: "relay.example",
+      issuer: "ops",
+    });
+    await verifier.verify(jwt);
+    const plain = (await run(base)).stdout.trim();
+    await assert.rejects(verifier.verify(plain), /not meant for "relay\.example"/);
+    verifier.close();
+  });
+});

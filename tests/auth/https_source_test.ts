@@ -124,3 +124,66 @@ Deno.test({
     }
   },
 });
+
+Deno.test("an https key set URL that redirects to http is refused, and the bearer token never leaves its origin", async () => {
+  const { testCertificate } = await import("../support/certs.ts");
+  const c = await testCertificate();
+  const key = await makeKey();
+  const seen: { url: string; authorization: string | null }[] = [];
+  // The plain-http server an attacker (or a misconfigured proxy) points the redirect at.
+  const plain = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, (req) => {
+    seen.push({ url: req.url, authorization: req.headers.get("authorization") });
+    return new Response(keySetText(key), { headers: { "content-type": "application/json" } });
+  });
+  const target = `http://127.0.0.1:${plain.addr.port}/keys.json`;
+  const tls: Deno.HttpServer<Deno.NetAddr> = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, cert: c.certPem, key: c.keyPem, onListen: () => {} },
+    (req): Response => {
+      seen.push({ url: req.url, authorization: req.headers.get("authorization") });
+      const path = new URL(req.url).pathname;
+      if (path === "/loop") return Response.redirect(`https://127.0.0.1:${tls.addr.port}/loop`);
+      return path === "/same"
+        ? Response.redirect(`https://localhost:${tls.addr.port}/cross`, 302)
+        : Response.redirect(target, 302);
+    },
+  );
+  const client = Deno.createHttpClient({ caCerts: [c.certPem] });
+  const viaClient: typeof fetch = (input, init) => fetch(input, { ...init, client });
+  try {
+    const source = keySourceFrom(`https://127.0.0.1:${tls.addr.port}/keys.json`, {
+      fetch: viaClient,
+      bearerToken: "relay-token",
+      pollMs: 0,
+      log: () => {},
+    });
+    await assert.rejects(
+      source.start(),
+      /redirects to "http:\/\/127\.0\.0\.1:\d+\/keys\.json".*https/,
+    );
+    assert.ok(!seen.some((s) => s.url === target), "the http URL was never fetched");
+    // A redirect to another origin (localhost is not 127.0.0.1) is followed without the token.
+    const other = keySourceFrom(`https://127.0.0.1:${tls.addr.port}/same`, {
+      fetch: viaClient,
+      bearerToken: "relay-token",
+      pollMs: 0,
+      log: () => {},
+    });
+    await assert.rejects(other.start());
+    const cross = seen.find((s) => s.url.endsWith("/cross"));
+    assert.ok(cross, "the https redirect was followed");
+    assert.equal(cross.authorization, null, "no bearer token sent to another origin");
+    // A redirect loop ends after MAX_KEY_SET_REDIRECTS.
+    const before = seen.length;
+    const loop = keySourceFrom(`https://127.0.0.1:${tls.addr.port}/loop`, {
+      fetch: viaClient,
+      pollMs: 0,
+      log: () => {},
+    });
+    await assert.rejects(loop.start(), /redirects more than 5 times/);
+    assert.equal(seen.length - before, 6, "the first request and 5 redirects");
+  } finally {
+    client.close();
+    await tls.shutdown();
+    await plain.shutdown();
+  }
+});

@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { type AuthError, createVerifier, UrlKeySource } from "../../src/auth/mod.ts";
+import {
+  type AuthError,
+  createVerifier,
+  MAX_KEY_SET_STALENESS_MS,
+  UrlKeySource,
+} from "../../src/auth/mod.ts";
 import { withTempDir } from "../support/temp_dir.ts";
 import { claims, keySetText, makeKey, NOW_MS, signWith } from "../support/credentials.ts";
 import { ManualClock } from "../support/manual_clock.ts";
@@ -217,4 +222,79 @@ Deno.test("a request with no answer is abandoned on the injected timeout", async
   timers.fireNext();
   await assert.rejects(started, /no answer within 5000 ms/);
   source.close();
+});
+
+Deno.test("a key set URL that fails for longer than an hour (the default) leaves no key in force until it answers", async () => {
+  const server = new KeyServer();
+  const a = await makeKey();
+  server.body = keySetText(a);
+  const clock = new ManualClock(NOW_MS);
+  const logs: string[] = [];
+  const source = new UrlKeySource(server.url, {
+    allowHttp: true,
+    pollMs: 0,
+    now: clock.now,
+    log: (line) => logs.push(line),
+  });
+  const verifier = await createVerifier(source, { now: () => NOW_MS });
+  const token = await signWith(a, claims());
+  try {
+    // Blocked or broken: the last good set stays in force for an hour.
+    server.status = 503;
+    clock.advance(MAX_KEY_SET_STALENESS_MS);
+    assert.equal(await source.refresh(), false);
+    await verifier.verify(token);
+    clock.advance(1);
+    await assert.rejects(
+      verifier.verify(token),
+      (error: AuthError) => error.code === "unknown_key",
+    );
+    assert.match(logs.at(-1)!, /has not answered for over 3600 s: refusing every credential/);
+    // It answers again (304: the same set): the keys are back.
+    server.status = 200;
+    assert.equal(await source.refresh(), false);
+    await verifier.verify(token);
+    assert.match(logs.at(-1)!, /answers again/);
+  } finally {
+    verifier.close();
+    await server.stop();
+  }
+});
+
+Deno.test("a cache older than the staleness bound is not made fresh by a restart while the URL is down", async () => {
+  await withTempDir(async (dir) => {
+    const a = await makeKey();
+    const cacheFile = `${dir}/cache.json`;
+    await Deno.writeTextFile(cacheFile, keySetText(a));
+    // Last confirmed two hours ago.
+    const then = new Date(NOW_MS - 2 * MAX_KEY_SET_STALENESS_MS);
+    await Deno.utime(cacheFile, then, then);
+    const server = new KeyServer();
+    server.status = 503;
+    const clock = new ManualClock(NOW_MS);
+    const source = new UrlKeySource(server.url, {
+      allowHttp: true,
+      pollMs: 0,
+      cacheFile,
+      now: clock.now,
+      log: () => {},
+    });
+    const verifier = await createVerifier(source, { now: () => NOW_MS });
+    const token = await signWith(a, claims());
+    try {
+      await assert.rejects(
+        verifier.verify(token),
+        (error: AuthError) => error.code === "unknown_key",
+      );
+      server.status = 200;
+      server.body = keySetText(a);
+      assert.equal(await source.refresh(), true);
+      await verifier.verify(token);
+      // Each confirmation dates the cache, so the next start trusts it again for an hour.
+      assert.equal((await Deno.stat(cacheFile)).mtime?.getTime(), NOW_MS);
+    } finally {
+      verifier.close();
+      await server.stop();
+    }
+  });
 });

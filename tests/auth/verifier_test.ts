@@ -208,7 +208,8 @@ Deno.test("a header with crit is refused", async () => {
 Deno.test("unknown claims and broken claims refuse the whole credential", async () => {
   const { key, verifier } = await fixture();
   const cases: Record<string, unknown>[] = [
-    { aud: "sluice" },
+    { aud: 5 },
+    { iss: "" },
     { admin: true },
     { iat: undefined },
     { nbf: undefined },
@@ -317,5 +318,42 @@ Deno.test("verify rejects instead of throwing synchronously", async () => {
   const pending = verifier.verify("junk");
   assert.ok(pending instanceof Promise);
   await assert.rejects(pending, AuthError);
+  verifier.close();
+});
+
+Deno.test("with an audience and an issuer configured, only credentials naming both are accepted", async () => {
+  const key = await makeKey();
+  const verifier = await createVerifier(new MemoryKeySource(await keySetOf(key)), {
+    now: () => NOW_MS,
+    audience: "relay.example",
+    issuer: "auth.example",
+  });
+  const ok = await verifier.verify(
+    await signWith(key, claims({ aud: ["funnel.example", "relay.example"], iss: "auth.example" })),
+  );
+  assert.equal(ok.expiresAt, NOW + 3600);
+  await verifier.verify(await signWith(key, claims({ aud: "relay.example", iss: "auth.example" })));
+  // Minted for another service, by another issuer, or saying neither.
+  const other = await refused(
+    verifier,
+    await signWith(key, claims({ aud: "funnel.example", iss: "auth.example" })),
+    "bad_claims",
+  );
+  assert.match(other.message, /not meant for "relay\.example"/);
+  await refused(
+    verifier,
+    await signWith(key, claims({ aud: "relay.example", iss: "elsewhere" })),
+    "bad_claims",
+  );
+  await refused(verifier, await signWith(key, claims()), "bad_claims");
+  verifier.close();
+});
+
+Deno.test("without an audience or issuer configured, aud and iss are accepted and not checked", async () => {
+  const { key, verifier } = await fixture();
+  await verifier.verify(await signWith(key, claims({ aud: "anything", iss: "anyone" })));
+  await verifier.verify(await signWith(key, claims()));
+  await refused(verifier, await signWith(key, claims({ aud: [] })), "bad_claims");
+  await refused(verifier, await signWith(key, claims({ iss: 7 })), "bad_claims");
   verifier.close();
 });

@@ -5,6 +5,7 @@ import {
   loadgen,
   parseLoadgenArgs,
 } from "../../bench/support/loadgen/mod.ts";
+import { failureReason } from "../../bench/support/loadgen/protocol.ts";
 
 Deno.test("loadgen arguments are parsed and bad ones named", () => {
   const o = parseLoadgenArgs([
@@ -25,6 +26,22 @@ Deno.test("loadgen arguments are parsed and bad ones named", () => {
   assert.throws(() => parseLoadgenArgs(["--transport", "tcp"]), /--transport/);
   assert.equal(parseLoadgenArgs(["--transport", "websocket"]).transport, "websocket");
   assert.throws(() => parseLoadgenArgs(["--bogus"]), /Unknown argument/);
+  assert.equal(parseLoadgenArgs(["--ramp", "200/s"]).ramp, 200);
+  assert.equal(parseLoadgenArgs([]).ramp, 0, "unpaced unless asked");
+  assert.equal(parseLoadgenArgs(["--target", "raw"]).target, "raw");
+  assert.throws(() => parseLoadgenArgs(["--target", "nginx"]), /--target/);
+  assert.throws(
+    () => parseLoadgenArgs(["--target", "raw", "--transport", "websocket"]),
+    /native QUIC only/,
+  );
+});
+
+Deno.test("loadgen counts failures by reason, numbers and addresses folded", () => {
+  assert.equal(failureReason("Session closed (15 no SETUP)"), "Session closed (# no SETUP)");
+  assert.equal(
+    failureReason('Cannot open QMux to "wss://localhost:4433/": Refused with 503'),
+    failureReason('Cannot open QMux to "wss://localhost:5001/": Refused with 503'),
+  );
 });
 
 Deno.test("latency quantiles come from 0.1 ms buckets", () => {
@@ -55,5 +72,28 @@ for (const transport of ["quic", "websocket"] as const) {
     assert.ok(r.relay_rss_mib > 0);
     assert.ok(lines.some((l) => l.startsWith("measure 1/1s")), "progress lines are printed");
     assert.match(formatResult(r), /sessions held 4/);
+    // Admission apart from holding, and CPU per unit.
+    assert.equal(r.admission.per_second.reduce((a, b) => a + b, 0), 4, "every set-up counted");
+    assert.ok(r.admission.setup_ms.p50 > 0);
+    assert.deepEqual(r.admission.failures, {});
+    assert.ok(r.cpu.relay_us_per_delivered >= 0);
+    assert.ok(r.relay_memory_after_gc_mib !== undefined, "memory after a GC is reported");
   });
 }
+
+Deno.test("loadgen --target raw holds bare QUIC connections and measures delivery the same way", async () => {
+  const r = await loadgen({
+    ...parseLoadgenArgs(["--target", "raw", "--ramp", "20"]),
+    subscribers: 4,
+    rate: 20,
+    size: 64,
+    duration: 1,
+    settle: 0,
+  }, () => {});
+  assert.equal(r.held, 4);
+  assert.equal(r.failed, 0);
+  assert.ok(r.latency_ms.samples > 0, "latency was sampled");
+  assert.equal(r.loss_percent, 0);
+  assert.equal(r.admission.target_per_s, 20);
+  assert.ok(r.relay_rss_mib > 0);
+});

@@ -6,15 +6,14 @@ import type { CertificateHash } from "../../src/client/mod.ts";
 import { freeUdpTcpPort } from "../../src/transport/mod.ts";
 import { keySetText, makeKey, type TestKey } from "../support/credentials.ts";
 import { testCertificate, testCertificateFiles } from "../support/certs.ts";
-import { type RelayProcess, spawnSluice } from "../support/relay_process.ts";
-import { until } from "../support/wait.ts";
+import { type ServerProcess, spawnServer } from "../support/processes.ts";
 
 /** One server process that can be killed and started again with the same environment. */
-export class ServerProcess {
+export class RestartableServer {
   readonly #command: "funnel" | "relay";
   readonly #env: Record<string, string>;
   readonly #ready: string;
-  #process: RelayProcess | undefined;
+  #process: ServerProcess | undefined;
 
   constructor(command: "funnel" | "relay", env: Record<string, string>, ready: string) {
     this.#command = command;
@@ -29,13 +28,9 @@ export class ServerProcess {
 
   /** Starts the process and waits until it serves. */
   async start(): Promise<void> {
-    const p = spawnSluice(this.#command, this.#env);
+    const p = spawnServer(this.#command, { env: this.#env });
     this.#process = p;
-    await until(
-      () => p.lines.some((l) => l.includes(this.#ready) || /\berror\b/i.test(l)),
-      `${this.#command} to start`,
-    );
-    assert.ok(p.lines.some((l) => l.includes(this.#ready)), p.lines.join("\n"));
+    await p.waitForLine(this.#ready);
   }
 
   /** Signals the server's own process and waits for it to end. */
@@ -43,13 +38,7 @@ export class ServerProcess {
     const p = this.#process;
     if (!p) return;
     this.#process = undefined;
-    try {
-      p.child.kill(signal);
-    } catch {
-      // already gone
-    }
-    await p.child.status;
-    await p.done;
+    await p.stop(signal);
   }
 }
 
@@ -69,8 +58,8 @@ export interface ServersOptions {
 
 /** The running servers of one test file. */
 export interface Servers extends AsyncDisposable {
-  readonly funnel: ServerProcess;
-  readonly relay: ServerProcess | undefined;
+  readonly funnel: RestartableServer;
+  readonly relay: RestartableServer | undefined;
   /** The funnel's HTTP base URL. */
   readonly http: string;
   /** Where subscribers dial MoQ over native QUIC (the relay, or the funnel's listener). */
@@ -85,6 +74,8 @@ export interface Servers extends AsyncDisposable {
   readonly hashes: CertificateHash[];
   /** The signing key when auth is on. */
   readonly key: TestKey | undefined;
+  /** The key set file both servers read (re-read every second) when auth is on. */
+  readonly keysFile: string;
   /** The HTTP URL of track `name` of broadcast `room/1`. */
   track(name: string): string;
   /** A credential (auth on) with `actions` on every broadcast under `room`. */
@@ -107,7 +98,7 @@ export async function startServers(options: ServersOptions = {}): Promise<Server
   const httpPort = freeUdpTcpPort();
   const moqPort = freeUdpTcpPort();
   const relay = options.relay
-    ? new ServerProcess(
+    ? new RestartableServer(
       "relay",
       { RELAY_ADDR: `127.0.0.1:${moqPort}`, ...tls, ...auth, ...options.relayEnv },
       "relay: listening",
@@ -121,7 +112,7 @@ export async function startServers(options: ServersOptions = {}): Promise<Server
       ...(key ? { RELAY_SIGNING_KEY: signingKey, RELAY_PUBLISH: "room" } : {}),
     }
     : { FUNNEL_SERVE_ADDR: `127.0.0.1:${moqPort}` };
-  const funnel = new ServerProcess("funnel", {
+  const funnel = new RestartableServer("funnel", {
     FUNNEL_ADDR: `127.0.0.1:${httpPort}`,
     LEDGER_URI: `file://${files.dir}/ledger`,
     ...tls,
@@ -142,6 +133,7 @@ export async function startServers(options: ServersOptions = {}): Promise<Server
     certPem: cert.certPem,
     hashes: [{ algorithm: "sha-256", value: cert.sha256 }],
     key,
+    keysFile,
     track: (name) => `${http}/tracks/room/1/${name}`,
     token: (actions, ttlSeconds = 600, sub) => {
       assert.ok(key, "auth is off");

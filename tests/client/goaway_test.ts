@@ -8,7 +8,7 @@ import { freeUdpTcpPort } from "../../src/transport/mod.ts";
 import { testCertificate, testCertificateFiles } from "../support/certs.ts";
 import { quiet } from "../support/quiet.ts";
 import { assertSameGroups, ledgerEntries, Reader, Sender } from "./_feed.ts";
-import { ServerProcess } from "./_servers.ts";
+import { RestartableServer } from "./_servers.ts";
 
 for (const scheme of ["moqt", "wss"] as const) {
   Deno.test(`a relay stopping with GOAWAY and a ${scheme}:// redirect: the feed moves without a reconnect, every record once`, async () => {
@@ -17,13 +17,17 @@ for (const scheme of ["moqt", "wss"] as const) {
     const cert = await testCertificate();
     const tls = { CERT_FILE: files.cert, KEY_FILE: files.key };
     const [w, x, http] = [freeUdpTcpPort(), freeUdpTcpPort(), freeUdpTcpPort()];
-    const stay = new ServerProcess("relay", { RELAY_ADDR: `127.0.0.1:${w}`, ...tls }, "listening");
-    const leave = new ServerProcess("relay", {
+    const stay = new RestartableServer(
+      "relay",
+      { RELAY_ADDR: `127.0.0.1:${w}`, ...tls },
+      "listening",
+    );
+    const leave = new RestartableServer("relay", {
       RELAY_ADDR: `127.0.0.1:${x}`,
       GOAWAY_REDIRECT_URI: `${scheme}://localhost:${w}/`,
       ...tls,
     }, "listening");
-    const funnel = new ServerProcess("funnel", {
+    const funnel = new RestartableServer("funnel", {
       FUNNEL_ADDR: `127.0.0.1:${http}`,
       FUNNEL_SERVE_ADDR: "none",
       LEDGER_URI: `file://${files.dir}/ledger`,

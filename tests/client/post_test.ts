@@ -29,6 +29,30 @@ Deno.test("post: an answer lost after the commit is retried with the same key an
   assert.equal(typeof committed.wallclock, "bigint");
 });
 
+// At the shipped request timeout (10 s): a funnel that commits but never answers is abandoned at
+// the timeout, and the retry with the same key is answered with the record stored once.
+Deno.test("post: an answer that never comes is abandoned at the request timeout and retried, stored once", async () => {
+  await using f = await startLiveFunnel();
+  const track = `${f.base}/tracks/room/1/hang`;
+  let calls = 0;
+  let abandonedAfter = 0;
+  // The real funnel commits the first request; its answer is held until the caller gives up.
+  const hanging: typeof fetch = async (input, init) => {
+    if (calls++ > 0) return fetch(input, init);
+    const started = performance.now();
+    const response = await fetch(input, { ...init, signal: null });
+    await response.body?.cancel();
+    await new Promise<void>((resolve) => init!.signal!.addEventListener("abort", () => resolve()));
+    abandonedAfter = performance.now() - started;
+    throw init!.signal!.reason; // as fetch rejects when its signal aborts
+  };
+  const committed = await post(track, { text: "once" }, { fetch: hanging });
+  assert.equal(calls, 2);
+  assert.ok(abandonedAfter >= 9_900, `abandoned at the 10 s timeout (${abandonedAfter} ms)`);
+  const ledger = await ledgerEntries(track);
+  assert.deepEqual(ledger.map((e) => [e.group, e.payload]), [[committed.group, { text: "once" }]]);
+});
+
 Deno.test("post: 429 is retried after its Retry-After; a refusal throws HttpError at once", async () => {
   await using f = await startLiveFunnel({ FUNNEL_TRACK_LIMIT: "1,1" });
   const track = `${f.base}/tracks/room/1/limited`;

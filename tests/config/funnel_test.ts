@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { ConfigError } from "../../src/config/errors.ts";
-import { loadFunnelConfig } from "../../src/config/funnel.ts";
+import { funnelExposureWarning, loadFunnelConfig } from "../../src/config/funnel.ts";
 
 function problemsOf(env: Record<string, string>): string[] {
   try {
@@ -12,16 +12,38 @@ function problemsOf(env: Record<string, string>): string[] {
   assert.fail("expected a ConfigError");
 }
 
-Deno.test("Defaults: :8090 ingest, memory ledger, own listener on :4433, auth off", () => {
+Deno.test("Defaults: 127.0.0.1:8090 ingest, memory ledger, own listener on 127.0.0.1:4433, auth off", () => {
   const config = loadFunnelConfig({});
-  // `:port`, every interface: an empty host, bound as `::` (IPv6 and IPv4) or 0.0.0.0.
-  assert.deepEqual(config.ingest, { hostname: "", port: 8090 });
-  assert.deepEqual(config.serve, { hostname: "", port: 4433 });
+  // Auth off: anonymous clients may post, redact and delete, so the defaults are loopback only.
+  assert.deepEqual(config.ingest, { hostname: "127.0.0.1", port: 8090 });
+  assert.deepEqual(config.serve, { hostname: "127.0.0.1", port: 4433 });
   assert.deepEqual(config.ledger, { kind: "memory" });
   assert.equal(config.relay, undefined);
   assert.equal(config.auth, undefined);
   assert.equal(config.certFile, "certs/server.crt");
   assert.equal(config.senderLimit, undefined);
+  assert.equal(funnelExposureWarning(config), undefined);
+});
+
+Deno.test("With a key set the default addresses are every interface, and draw no warning", () => {
+  const config = loadFunnelConfig({ SLUICE_AUTH_KEYS: "/etc/sluice/keys.json" });
+  // `:port`, every interface: an empty host, bound as `::` (IPv6 and IPv4) or 0.0.0.0.
+  assert.deepEqual(config.ingest, { hostname: "", port: 8090 });
+  assert.deepEqual(config.serve, { hostname: "", port: 4433 });
+  assert.equal(funnelExposureWarning(config), undefined);
+});
+
+Deno.test("Auth off on an explicit address beyond loopback is allowed, with a warning naming it", () => {
+  const open = loadFunnelConfig({ FUNNEL_ADDR: ":8090", FUNNEL_METRICS_ADDR: "10.0.0.5:9090" });
+  assert.deepEqual(open.ingest, { hostname: "", port: 8090 });
+  const warning = funnelExposureWarning(open) ?? "";
+  assert.match(warning, /^WARNING: SLUICE_AUTH_KEYS is not set/);
+  assert.match(warning, /FUNNEL_ADDR=:8090, FUNNEL_METRICS_ADDR=10\.0\.0\.5:9090 reaches beyond/);
+  assert.doesNotMatch(warning, /FUNNEL_SERVE_ADDR/, "the default listener is loopback");
+  for (const loopback of ["127.0.0.1:0", "[::1]:0", "localhost:0", "127.0.0.2:0"]) {
+    const c = loadFunnelConfig({ FUNNEL_ADDR: loopback, FUNNEL_SERVE_ADDR: loopback });
+    assert.equal(funnelExposureWarning(c), undefined, loopback);
+  }
 });
 
 Deno.test("RELAY_URL turns the own listener off unless FUNNEL_SERVE_ADDR is set", () => {
@@ -111,4 +133,39 @@ Deno.test("LEDGER_URI: every scheme of the spec parses; others are startup error
   assert.match(problemsOf({ LEDGER_URI: "redis://x" })[0]!, /^LEDGER_URI: Unsupported scheme/);
   assert.match(problemsOf({ LEDGER_URI: "data/dir" })[0]!, /^LEDGER_URI: .*bare path/);
   assert.deepEqual(loadFunnelConfig({ LEDGER_URI: "" }).ledger, { kind: "memory" });
+});
+
+Deno.test("FUNNEL_PUBLIC_URL: unset by default, one http(s) origin when set, refused otherwise", () => {
+  assert.equal(loadFunnelConfig({}).publicOrigin, undefined);
+  const c = loadFunnelConfig({ FUNNEL_PUBLIC_URL: "https://funnel.example/" });
+  assert.equal(c.publicOrigin, "https://funnel.example");
+  for (const bad of ["funnel.example", "https://a.example,https://b.example", "*", "ftp://x"]) {
+    const problems = problemsOf({ FUNNEL_PUBLIC_URL: bad });
+    assert.equal(problems.length, 1, bad);
+    assert.match(problems[0]!, /^FUNNEL_PUBLIC_URL: /);
+  }
+  assert.equal(problemsOf({ FUNNEL_PUBLIC_URL: "https://funnel.example/path" }).length, 1);
+});
+
+Deno.test("RELAY_VERSION picks moq-lite (the default) or an IETF draft by its token", () => {
+  assert.equal(loadFunnelConfig({ RELAY_URL: "moqt://r:1/" }).relay?.ietf, undefined);
+  const lite = loadFunnelConfig({ RELAY_URL: "moqt://r:1/", RELAY_VERSION: "moq-lite" });
+  assert.equal(lite.relay?.ietf, undefined);
+  for (const [token, draft] of [["moqt-20", 20], ["moqt-16", 16], ["moq-00", 14]] as const) {
+    const c = loadFunnelConfig({ RELAY_URL: "moqt://r:1/", RELAY_VERSION: token });
+    assert.equal(c.relay?.ietf, draft);
+  }
+  assert.equal(
+    loadFunnelConfig({ RELAY_URL: "https://r:1/", RELAY_VERSION: "moqt-20" }).relay?.ietf,
+    20,
+  );
+  assert.match(
+    problemsOf({ RELAY_URL: "moqt://r:1/", RELAY_VERSION: "moqt-17" })[0]!,
+    /^RELAY_VERSION: .*moq-lite, moqt-20, moqt-16, moq-00/,
+  );
+  assert.match(
+    problemsOf({ RELAY_URL: "https://r:1/", RELAY_VERSION: "moq-00" })[0]!,
+    /^RELAY_VERSION: .*native QUIC only/,
+  );
+  assert.match(problemsOf({ RELAY_VERSION: "moqt-20" })[0]!, /^RELAY_VERSION: .*without RELAY_URL/);
 });

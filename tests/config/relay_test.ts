@@ -1,12 +1,13 @@
 import assert from "node:assert/strict";
 import { ConfigError } from "../../src/config/errors.ts";
 import { APPLIED_V8_FLAGS_VARIABLE, resolveGc } from "../../src/config/gc.ts";
-import { loadRelayConfig } from "../../src/config/relay.ts";
+import { loadRelayConfig, relayExposureWarning } from "../../src/config/relay.ts";
 
 Deno.test("defaults carry the default source", () => {
   const c = loadRelayConfig({});
-  // The empty host of `:4433`: every interface, bound as `::` (IPv6 and IPv4) or 0.0.0.0.
-  assert.deepEqual(c.addr.value, { hostname: "", port: 4433 });
+  // Auth off: every session is admitted, so the default is loopback only.
+  assert.deepEqual(c.addr.value, { hostname: "127.0.0.1", port: 4433 });
+  assert.equal(relayExposureWarning(c), undefined);
   assert.equal(c.addr.source, "default");
   assert.equal(c.groupCacheSize.value, 8);
   assert.equal(c.groupCacheMs.value, 10_000);
@@ -17,6 +18,17 @@ Deno.test("defaults carry the default source", () => {
   assert.equal(c.certFile.value, "certs/server.crt");
   assert.equal(c.gc.semiSpace.source, "runtime default");
   assert.deepEqual(c.gc.apply, []);
+});
+
+Deno.test("with a key set RELAY_ADDR defaults to every interface; auth off beyond loopback warns", () => {
+  const on = loadRelayConfig({ SLUICE_AUTH_KEYS: "/etc/sluice/keys.json" });
+  // The empty host of `:4433`: every interface, bound as `::` (IPv6 and IPv4) or 0.0.0.0.
+  assert.deepEqual(on.addr.value, { hostname: "", port: 4433 });
+  assert.equal(relayExposureWarning(on), undefined);
+  const open = loadRelayConfig({ RELAY_ADDR: ":4433" });
+  assert.deepEqual(open.addr.value, { hostname: "", port: 4433 });
+  assert.match(relayExposureWarning(open) ?? "", /WARNING: .*RELAY_ADDR=:4433 reaches beyond/);
+  assert.equal(relayExposureWarning(loadRelayConfig({ RELAY_ADDR: "[::1]:4433" })), undefined);
 });
 
 // Parsing is what this test checks, so it sets every value; the defaults test above is its twin.
@@ -233,4 +245,29 @@ Deno.test("RELAY_DELIVERY_TURN_MS: 5 ms by default, 0 turns it off, anything els
       bad,
     );
   }
+});
+
+Deno.test("RELAY_METRICS_ADDR: unset by default (loopback clients of RELAY_ADDR), a listen address when set", () => {
+  const d = loadRelayConfig({});
+  assert.equal(d.metricsAddr.value, undefined);
+  assert.match(d.metricsAddr.display, /loopback clients only/);
+  const set = loadRelayConfig({ RELAY_METRICS_ADDR: "127.0.0.1:9464" });
+  assert.deepEqual(set.metricsAddr.value, { hostname: "127.0.0.1", port: 9464 });
+  assert.throws(
+    () => loadRelayConfig({ RELAY_METRICS_ADDR: "nope" }),
+    (e: unknown) => e instanceof ConfigError && e.variable === "RELAY_METRICS_ADDR",
+  );
+});
+
+Deno.test("SLUICE_AUTH_AUDIENCE and SLUICE_AUTH_ISSUER: unset by default, any non-empty text when set", () => {
+  const d = loadRelayConfig({});
+  assert.equal(d.authAudience.value, undefined);
+  assert.equal(d.authIssuer.value, undefined);
+  const set = loadRelayConfig({
+    SLUICE_AUTH_AUDIENCE: "relay.example",
+    SLUICE_AUTH_ISSUER: "auth",
+  });
+  assert.equal(set.authAudience.value, "relay.example");
+  assert.equal(set.authIssuer.value, "auth");
+  assert.equal(loadRelayConfig({ SLUICE_AUTH_AUDIENCE: " " }).authAudience.value, undefined);
 });

@@ -1,13 +1,16 @@
 // The deploy stack end to end, with real containers: deploy/podman.sh builds the images (a rebuild
 // reuses every cached layer and takes seconds; the first build takes minutes), podman-compose
-// starts PostgreSQL, the relay and a funnel from deploy/compose.yaml, records go in over HTTP and
-// come back over HTTP and, with @moq/net as an independent subscriber, through the relay; then the
-// stack is torn down. Without podman this file skips; with CI=true it fails instead
+// starts PostgreSQL, the relay and a funnel from deploy/compose.yaml with auth on (the key made at
+// first start, read here from its volume to sign the test's credentials), records go in over HTTP
+// and come back over HTTP and, with @moq/net as an independent subscriber, through the relay; then
+// the stack is torn down. Without podman this file skips; with CI=true it fails instead
 // (tests/support/requires.ts).
 import assert from "node:assert/strict";
 import * as Net from "@moq/net";
+import { signToken } from "../../src/auth/mod.ts";
 import { generateDevCertificate } from "../../src/certs/mod.ts";
-import { freeUdpTcpPort } from "../../src/transport/mod.ts";
+import { VERSIONS } from "../../src/moq/mod.ts";
+import { asWebTransport, connectWebTransport, freeUdpTcpPort } from "../../src/transport/mod.ts";
 import { within } from "../support/wait.ts";
 import { ignoreWithout } from "../support/requires.ts";
 
@@ -100,12 +103,27 @@ Deno.test({
       assert.equal(health.status, "ok");
       assert.match(JSON.stringify(health.ledger), /postgres/);
 
+      // Auth is on: a request without a credential is refused; the key made at first start signs ours.
+      const anonymous = await fetch(`${funnel}/tracks/room/1/chat`, { method: "POST", body: "1" });
+      assert.equal(anonymous.status, 401);
+      await anonymous.body?.cancel();
+      const volume = await run(
+        ["podman", "volume", "inspect", "--format", "{{.Mountpoint}}", `${project}_auth`],
+      );
+      assert.equal(volume.code, 0, volume.stderr);
+      const signingKey = JSON.parse(await Deno.readTextFile(`${volume.stdout.trim()}/signing.jwk`));
+      const token = await signToken(signingKey, {
+        sub: "deploy-test",
+        scopes: [{ actions: ["post", "fetch", "subscribe"], broadcast: { prefix: "room" } }],
+      }, { ttlSeconds: 600 });
+      const authorization = { authorization: `Bearer ${token}` };
+
       // Records in over HTTP, committed to PostgreSQL...
       const posted: string[] = [];
       for (const text of ["one", "two", "three"]) {
         const res = await fetch(`${funnel}/tracks/room/1/chat`, {
           method: "POST",
-          headers: { "content-type": "application/json" },
+          headers: { "content-type": "application/json", ...authorization },
           body: JSON.stringify({ text }),
         });
         assert.equal(res.status, 201, await res.clone().text());
@@ -113,7 +131,9 @@ Deno.test({
       }
       // ... and back over HTTP, oldest first, from either funnel (they share the ledger).
       for (const from of [funnel, funnel2]) {
-        const page = await (await fetch(`${from}/tracks/room/1/chat?limit=10`)).json();
+        const page = await (await fetch(`${from}/tracks/room/1/chat?limit=10`, {
+          headers: authorization,
+        })).json();
         assert.deepEqual(
           page.records.map((r: { group: string; payload: unknown }) => [r.group, r.payload]),
           posted.map((g, i) => [g, { text: ["one", "two", "three"][i] }]),
@@ -121,18 +141,17 @@ Deno.test({
         );
       }
 
-      // Through the relay: @moq/net over native QUIC on the relay's published UDP port.
-      const quic = await Deno.connectQuic({
-        hostname: "127.0.0.1",
-        port: relayPort,
-        alpnProtocols: ["moq-lite-05"],
+      // Through the relay: @moq/net over WebTransport on the relay's published UDP port, with the
+      // credential in the URL of the CONNECT request (our client, so the test's certificate is
+      // trusted).
+      const relayUrl = new URL(`https://127.0.0.1:${relayPort}/?jwt=${token}`);
+      const wt = await connectWebTransport(relayUrl, {
+        protocols: VERSIONS,
         caCerts: [cert.certPem],
-        serverName: "localhost",
-        maxConcurrentUnidirectionalStreams: 1000,
       });
       net = await within(
-        Net.Connection.connect(new URL(`https://localhost:${relayPort}/`), {
-          transport: quic as unknown as WebTransport,
+        Net.Connection.connect(relayUrl, {
+          transport: asWebTransport(wt) as unknown as WebTransport,
         }),
         10_000,
         "@moq/net to connect to the relay",
@@ -152,27 +171,28 @@ Deno.test({
         return [group.sequence, JSON.parse(decoder.decode(frame?.payload))];
       };
       // A subscription starts at the latest record (group sequence = ledger sequence + 1)...
-      assert.deepEqual(await read(), [3, { payload: { text: "three" } }]);
+      assert.deepEqual(await read(), [3, { sender: "deploy-test", payload: { text: "three" } }]);
       // ... and gets each new one as it is committed, whichever funnel took it.
       const res = await fetch(`${funnel2}/tracks/room/1/chat`, {
         method: "POST",
+        headers: authorization,
         body: JSON.stringify({ text: "four" }),
       });
       assert.equal(res.status, 201);
       await res.body?.cancel();
-      assert.deepEqual(await read(), [4, { payload: { text: "four" } }]);
+      assert.deepEqual(await read(), [4, { sender: "deploy-test", payload: { text: "four" } }]);
       sub.close();
       passed = true;
     } finally {
       net?.close();
       if (!passed) {
-        for (const name of containers) {
+        for (const name of [`${project}_auth-keys_1`, ...containers]) {
           const logs = await run(["podman", "logs", "--tail", "30", name]);
           console.error(`--- ${name}\n${logs.stdout}${logs.stderr}`);
         }
       }
       const down = await run(["compose", "-p", project, "down"], env);
-      await run(["podman", "volume", "rm", "-f", `${project}_ledger-db`]);
+      await run(["podman", "volume", "rm", "-f", `${project}_ledger-db`, `${project}_auth`]);
       await run(["podman", "network", "rm", "-f", `${project}_default`]);
       await Deno.remove(certs, { recursive: true });
       assert.equal(down.code, 0, `compose down failed:\n${down.stdout}\n${down.stderr}`);

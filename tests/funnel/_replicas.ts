@@ -1,15 +1,20 @@
-// Funnel processes sharing one PostgreSQL ledger and publishing through one relay
-// process: `deno run -A src/cli.ts funnel|relay` themselves (no task wrapper), so a
-// SIGKILL reaches the server, at shipped defaults apart from addresses and files.
+// Funnel processes sharing one PostgreSQL ledger and publishing through one relay process
+// (tests/support/processes.ts: the servers themselves, so a SIGKILL reaches them, with the
+// shipped permissions unless `flags` say otherwise), at shipped defaults apart from addresses
+// and files.
 import assert from "node:assert/strict";
 import { freeUdpTcpPort } from "../../src/transport/mod.ts";
 import type { CertificateFiles } from "../support/certs.ts";
-import { type RelayProcess, spawnRelay, spawnSluice } from "../support/relay_process.ts";
-import { until } from "../support/wait.ts";
+import {
+  ingestBase,
+  type ServerOptions,
+  type ServerProcess,
+  startServer,
+} from "../support/processes.ts";
 
 /** A running `sluice funnel` process. */
 export interface FunnelProcess {
-  readonly process: RelayProcess;
+  readonly process: ServerProcess;
   /** `http://127.0.0.1:<port>` of its HTTP API. */
   readonly base: string;
   /** SIGKILLs the process itself and waits for it to be gone. */
@@ -18,7 +23,7 @@ export interface FunnelProcess {
 
 /** A running `sluice relay` process. */
 export interface RelayUnderTest {
-  readonly process: RelayProcess;
+  readonly process: ServerProcess;
   readonly port: number;
   /** GETs an HTTPS path of the relay. */
   get(path: string): Promise<Response>;
@@ -28,21 +33,16 @@ export interface RelayUnderTest {
 /** Starts a relay process on a free port with the test certificate. */
 export async function startRelay(files: CertificateFiles): Promise<RelayUnderTest> {
   const port = freeUdpTcpPort();
-  const process = spawnRelay({
-    RELAY_ADDR: `127.0.0.1:${port}`,
-    CERT_FILE: files.cert,
-    KEY_FILE: files.key,
+  const process = await startServer("relay", {
+    env: { RELAY_ADDR: `127.0.0.1:${port}`, CERT_FILE: files.cert, KEY_FILE: files.key },
   });
-  await until(() => process.lines.some((l) => l.includes("relay: listening")), "the relay");
   const http = Deno.createHttpClient({ caCerts: [await Deno.readTextFile(files.cert)] });
   return {
     process,
     port,
     get: (path) => fetch(`https://localhost:${port}${path}`, { client: http }),
     stop: async () => {
-      process.child.kill("SIGKILL");
-      await process.child.status;
-      await process.done;
+      await process.kill();
       http.close();
     },
   };
@@ -53,45 +53,27 @@ export async function startRelay(files: CertificateFiles): Promise<RelayUnderTes
  * set, so no own listener: the shipped default with a relay), on a free port.
  * Without a relay it serves its own MoQ listener (the shipped default then),
  * on a free port with the test certificate rather than :4433, so tests can run side by side.
+ * `flags` are the permission flags (default the shipped ones).
  */
 export async function startFunnelProcess(
   ledger: string,
   relay: RelayUnderTest | undefined,
   files: CertificateFiles,
   extra: Record<string, string> = {},
+  flags?: ServerOptions["flags"],
 ): Promise<FunnelProcess> {
   const live = relay
     ? { RELAY_URL: `moqt://localhost:${relay.port}/`, RELAY_CA_FILE: files.cert }
     : { FUNNEL_SERVE_ADDR: "127.0.0.1:0", CERT_FILE: files.cert, KEY_FILE: files.key };
-  const process = spawnSluice("funnel", {
-    FUNNEL_ADDR: "127.0.0.1:0",
-    LEDGER_URI: ledger,
-    ...live,
-    ...extra,
+  const process = await startServer("funnel", {
+    env: { FUNNEL_ADDR: "127.0.0.1:0", LEDGER_URI: ledger, ...live, ...extra },
+    ...(flags ? { flags } : {}),
   });
-  let exited = false;
-  process.child.status.then(() => (exited = true));
-  const ingest = () => {
-    for (const l of process.lines) {
-      const m = /Ingest: http:\/\/[^\s]+:(\d+)/.exec(l);
-      if (m) return Number(m[1]);
-    }
-    return undefined;
-  };
-  await until(() => ingest() !== undefined || exited, "the funnel to listen");
-  assert.ok(!exited, `the funnel exited:\n${process.lines.join("\n")}`);
+  assert.ok(!process.exited(), `the funnel exited:\n${process.lines.join("\n")}`);
   return {
     process,
-    base: `http://127.0.0.1:${ingest()}`,
-    kill: async () => {
-      try {
-        process.child.kill("SIGKILL");
-      } catch {
-        // gone already
-      }
-      await process.child.status;
-      await process.done;
-    },
+    base: ingestBase(process),
+    kill: () => process.kill().then(() => {}),
   };
 }
 

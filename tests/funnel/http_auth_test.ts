@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
-import { keySetOf } from "../support/credentials.ts";
+import { loadFunnelConfig } from "../../src/config/mod.ts";
+import { startFunnel } from "../../src/funnel/mod.ts";
+import { silentLogger } from "../../src/log/mod.ts";
+import { keySetOf, keySetText } from "../support/credentials.ts";
 import { call, claims, makeKey, NOW, signWith, startTestFunnel, tokenFor } from "./_http.ts";
 
 const TRACK = "/tracks/room/1/chat";
@@ -148,4 +151,42 @@ Deno.test("Auth on: per-sender limits count each sub separately", async () => {
   assert.equal((await call(t.base, "POST", TRACK, { body: "1", token: alice })).status, 201);
   assert.equal((await call(t.base, "POST", TRACK, { body: "1", token: alice })).status, 429);
   assert.equal((await call(t.base, "POST", TRACK, { body: "1", token: bob })).status, 201);
+});
+
+Deno.test("Auth on with SLUICE_AUTH_AUDIENCE and SLUICE_AUTH_ISSUER: a credential minted for another service is 401", async () => {
+  const key = await makeKey();
+  const dir = await Deno.makeTempDir({ prefix: "sluice-aud-" });
+  await Deno.writeTextFile(`${dir}/keys.json`, keySetText(key));
+  // Through the configuration, as the command starts it: the settings must reach the verifier.
+  const funnel = await startFunnel(
+    loadFunnelConfig({
+      FUNNEL_ADDR: "127.0.0.1:0",
+      FUNNEL_SERVE_ADDR: "none",
+      SLUICE_AUTH_KEYS: `${dir}/keys.json`,
+      SLUICE_AUTH_AUDIENCE: "funnel.example",
+      SLUICE_AUTH_ISSUER: "auth.example",
+    }),
+    { log: silentLogger },
+  );
+  try {
+    const base = `http://127.0.0.1:${funnel.addr.port}`;
+    const now = Math.floor(Date.now() / 1000);
+    const mint = (extra: Record<string, unknown>) =>
+      signWith(key, claims({ iat: now, nbf: now, exp: now + 600, ...extra }));
+    const refused = [
+      await mint({ aud: "relay.example", iss: "auth.example" }),
+      await mint({ iss: "auth.example" }),
+      await mint({ aud: "funnel.example", iss: "other.example" }),
+      await mint({ aud: "funnel.example" }),
+    ];
+    for (const [i, token] of refused.entries()) {
+      const reply = await call(base, "POST", TRACK, { body: "1", token });
+      assert.equal(reply.status, 401, `credential #${i}: ${reply.text}`);
+    }
+    const meant = await mint({ aud: ["funnel.example"], iss: "auth.example" });
+    assert.equal((await call(base, "POST", TRACK, { body: "1", token: meant })).status, 201);
+  } finally {
+    await funnel.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -36,6 +36,8 @@ class SwitchedBackend implements LedgerBackend {
       readAfter: async (a, l) => (guard(), await track.readAfter(a, l)),
       get: async (s) => (guard(), await track.get(s)),
       erasePayload: async (s) => (guard(), await track.erasePayload(s)),
+      first: async () => (guard(), await track.first()),
+      trim: async (b) => (guard(), await track.trim(b)),
     };
     return wrapped;
   }

@@ -1,5 +1,10 @@
 import { ListObjectsV2Command } from "@aws-sdk/client-s3";
-import { DirectoryBackend, type LedgerBackend, MemoryBackend } from "../../src/ledger/mod.ts";
+import {
+  DirectoryBackend,
+  type LedgerBackend,
+  MemoryBackend,
+  type StoreCredentials,
+} from "../../src/ledger/mod.ts";
 import { PostgresBackend } from "../../src/ledger/postgres/postgres_backend.ts";
 import { S3Backend } from "../../src/ledger/s3/s3_backend.ts";
 import {
@@ -10,7 +15,7 @@ import {
   withSql,
 } from "../support/postgres.ts";
 import type { Service } from "../support/requires.ts";
-import { startS3rver } from "../support/s3rver.ts";
+import { startS3rver, type TestS3 } from "../support/s3rver.ts";
 
 /** One backend's storage for a test: open it as often as needed, inspect its raw bytes. */
 export interface BackendInstance {
@@ -22,6 +27,13 @@ export interface BackendInstance {
   rawNames(): Promise<string[]>;
   /** Where stored names must stay (a directory or key prefix); undefined when not applicable. */
   readonly container?: string;
+  /**
+   * The LEDGER_URI a separate process opens this storage by, at the shipped
+   * defaults (and its credentials); undefined for memory, and for a variant
+   * whose options a URI cannot carry.
+   */
+  readonly uri?: string;
+  readonly credentials?: StoreCredentials;
   /** Removes the storage. */
   cleanup(): Promise<void>;
 }
@@ -64,6 +76,28 @@ function indexOf(hay: Uint8Array, needle: Uint8Array): number {
   return -1;
 }
 
+/** Every object key in the test server's bucket. */
+async function objectKeys(s3: TestS3): Promise<string[]> {
+  const client = s3.client();
+  try {
+    const keys: string[] = [];
+    let token: string | undefined;
+    do {
+      const page = await client.send(
+        new ListObjectsV2Command({
+          Bucket: s3.bucket,
+          ...(token ? { ContinuationToken: token } : {}),
+        }),
+      );
+      keys.push(...(page.Contents ?? []).map((o) => o.Key ?? ""));
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    return keys;
+  } finally {
+    client.destroy();
+  }
+}
+
 /** The four backends, each with a way to look at its raw storage. */
 export const HARNESSES: readonly BackendHarness[] = [
   {
@@ -104,6 +138,26 @@ export const HARNESSES: readonly BackendHarness[] = [
           return (await walkFiles(parent)).map((f) => `${parent}/${f}`);
         },
         container: `${dir}/`,
+        uri: `file://${dir}`,
+        cleanup: () => Deno.remove(parent, { recursive: true }),
+      };
+    },
+  },
+  {
+    // Not the default: one open track, so every other track's use closes the last one's tail
+    // and drops its parsed segments, and every call runs on a track reopened lazily. The
+    // "directory" harness above is its twin at the default.
+    name: "directory, one open track",
+    async setup(): Promise<BackendInstance> {
+      const parent = await Deno.makeTempDir({ prefix: "sluice-ledger-" });
+      const dir = `${parent}/ledger`;
+      return {
+        open: () => DirectoryBackend.open(dir, { segmentBytes: 2048, openTracks: 1 }),
+        rawContains: (text) => filesContain(parent, text),
+        async rawNames(): Promise<string[]> {
+          return (await walkFiles(parent)).map((f) => `${parent}/${f}`);
+        },
+        container: `${dir}/`,
         cleanup: () => Deno.remove(parent, { recursive: true }),
       };
     },
@@ -114,7 +168,10 @@ export const HARNESSES: readonly BackendHarness[] = [
     setup(): Promise<BackendInstance> {
       const url = pgUrl!;
       const table = freshTableName();
+      const uri = new URL(url);
+      uri.searchParams.set("table", table);
       return Promise.resolve({
+        uri: uri.href,
         open: () => PostgresBackend.open(url, table, { maxConnections: 4 }),
         rawContains: (text) =>
           withSql(url, async (sql) => {
@@ -135,27 +192,10 @@ export const HARNESSES: readonly BackendHarness[] = [
         open: () => S3Backend.open(s3.backendOptions(prefix)),
         // s3rver keeps object bytes in files: look at the disk, not just through the API.
         rawContains: (text) => filesContain(s3.dir, text),
-        async rawNames(): Promise<string[]> {
-          const client = s3.client();
-          try {
-            const keys: string[] = [];
-            let token: string | undefined;
-            do {
-              const page = await client.send(
-                new ListObjectsV2Command({
-                  Bucket: s3.bucket,
-                  ...(token ? { ContinuationToken: token } : {}),
-                }),
-              );
-              keys.push(...(page.Contents ?? []).map((o) => o.Key ?? ""));
-              token = page.IsTruncated ? page.NextContinuationToken : undefined;
-            } while (token);
-            return keys;
-          } finally {
-            client.destroy();
-          }
-        },
+        rawNames: () => objectKeys(s3),
         container: `${prefix}/`,
+        uri: s3.ledgerUri(prefix),
+        credentials: s3.credentials,
         cleanup: () => s3.stop(),
       };
     },

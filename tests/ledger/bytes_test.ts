@@ -32,7 +32,7 @@ for (const harness of HARNESSES) {
         await first.close();
 
         // Files and objects hold the bytes themselves; memory keeps objects and PostgreSQL bytea.
-        const raw = harness.name === "directory" || harness.name === "s3";
+        const raw = harness.name.startsWith("directory") || harness.name === "s3";
         if (raw) assert.ok(await instance.rawContains(MARK), "the bytes are stored raw");
         assert.ok(!(await instance.rawContains(BYTES.toBase64().slice(8, 24))), "not as base64");
 

@@ -220,7 +220,11 @@ for (const harness of HARNESSES) {
       assert.equal(await instance.rawContains(secret), false, "payload bytes must be gone");
       assert.ok(await instance.rawContains(kept), "other records are untouched");
       assert.deepEqual(await track.redact(target.seq, "moderator"), { already: true });
-      await assert.rejects(track.redact(outcome.redaction!.seq, undefined), TypeError);
+      // A redaction of a redaction is the caller's bad request, by its class and code.
+      await assert.rejects(track.redact(outcome.redaction!.seq, undefined), {
+        name: "LedgerError",
+        code: "invalid_request",
+      });
       await assert.rejects(track.redact(10_000, undefined), { name: "LedgerError" });
       // Appends continue normally after a rewrite.
       const after = await track.append({ payload: `"after"` });
@@ -317,6 +321,25 @@ for (const harness of HARNESSES) {
       // The last 1024 idempotency keys are recoverable after a restart from one page read.
       const keys = (await track.backend.readBefore(undefined, 1024)).map((e) => e.idempotencyKey);
       assert.equal(new Set(keys).size, 240);
+    });
+  });
+
+  conformance(harness, "tracks that differ only in case are two tracks", async (instance) => {
+    // Linux directories, PostgreSQL text and S3 keys compare case-sensitively;
+    // a directory ledger on a case-folding file system refuses the second instead.
+    const upper: TrackPath = { broadcast: ["Room", "1"], track: "Chat" };
+    await withLedger(instance, async (ledger) => {
+      await (await ledger.track(ROOM, true))!.append({ payload: `{"lower":0}` });
+      await (await ledger.track(upper, true))!.append({ payload: `{"upper":0}` });
+      await (await ledger.track(upper, true))!.append({ payload: `{"upper":1}` });
+    });
+    await withLedger(instance, async (ledger, backend) => {
+      const listed = (await backend.listTracks()).map(trackKey).sort();
+      assert.deepEqual(listed, ["Room/1/Chat", "room/1/chat"]);
+      const all = async (path: TrackPath) =>
+        (await readAll((await ledger.track(path, false))!.backend)).map((e) => [e.seq, e.payload]);
+      assert.deepEqual(await all(ROOM), [[0, `{"lower":0}`]]);
+      assert.deepEqual(await all(upper), [[0, `{"upper":0}`], [1, `{"upper":1}`]]);
     });
   });
 

@@ -2,7 +2,13 @@
 // paths against generated and hostile input.
 import assert from "node:assert/strict";
 import { decodeBatch, encodeBatch } from "../../src/ledger/codec.ts";
-import { frame, HEADER, parseSegment, TRAILER } from "../../src/ledger/directory/segment_file.ts";
+import {
+  frame,
+  HEADER,
+  lastFrameIn,
+  parseSegment,
+  TRAILER,
+} from "../../src/ledger/directory/segment_file.ts";
 import type { LedgerEntry } from "../../src/ledger/entry.ts";
 import { LedgerError } from "../../src/ledger/errors.ts";
 import { formatGroupId, parseGroupId } from "../../src/record/mod.ts";
@@ -121,6 +127,28 @@ Deno.test("property: a torn tail leaves every whole frame before it", () => {
       assert.equal(parsed.batches.length, whole);
       assert.equal(parsed.validLength, length);
       assert.ok(length === 0 || length >= HEADER + TRAILER);
+    }),
+    500,
+  );
+});
+
+Deno.test("property: the last frame found from a segment's end is its last batch, and nothing when torn", () => {
+  check(
+    fc.property(segment, fc.nat(), (batches, cut) => {
+      const frames = batches.map(frame);
+      const bytes = concatBytes(frames);
+      assert.deepEqual(lastFrameIn(bytes), batches.at(-1));
+      if (bytes.length === 0) return;
+      // A cut inside a frame leaves no whole last frame; one between frames leaves the one before.
+      const end = cut % bytes.length;
+      let boundary = 0;
+      let before: LedgerEntry[] | undefined;
+      for (const [i, f] of frames.entries()) {
+        if (boundary + f.length > end) break;
+        boundary += f.length;
+        before = batches[i];
+      }
+      assert.deepEqual(lastFrameIn(bytes.subarray(0, end)), boundary === end ? before : undefined);
     }),
     500,
   );

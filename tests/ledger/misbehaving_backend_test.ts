@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { loadFunnelConfig } from "../../src/config/mod.ts";
 import { type RunningFunnel, startFunnel } from "../../src/funnel/mod.ts";
-import type { LedgerBackend } from "../../src/ledger/mod.ts";
+import { type LedgerBackend, STORAGE_DEADLINE_MS } from "../../src/ledger/mod.ts";
 import { PostgresBackend } from "../../src/ledger/postgres/postgres_backend.ts";
 import { S3Backend } from "../../src/ledger/s3/s3_backend.ts";
 import { silentLogger } from "../../src/log/mod.ts";
@@ -17,6 +17,8 @@ import { startS3rver } from "../support/s3rver.ts";
 import { startTcpProxy, type TcpProxy } from "../support/tcp_proxy.ts";
 
 const pgUrl = await findPostgres();
+// A storage deadline of 1 s instead of the shipped 5 s (STORAGE_DEADLINE_MS), so that each case
+// waits out a hung backend quickly; the S3 case has a twin at the shipped deadline.
 const DEADLINE_MS = 1000;
 
 interface Reply {
@@ -42,11 +44,22 @@ async function call(url: string, method: string, body?: string, key?: string): P
   };
 }
 
-/** The funnel over `backend`, or over the ledger `env` names, with a short storage deadline. */
-async function funnelOver(backend: LedgerBackend | undefined, env: Record<string, string> = {}) {
+/**
+ * The funnel over `backend`, or over the ledger `env` names, with a short storage deadline
+ * (`shipped`: the shipped one).
+ */
+async function funnelOver(
+  backend: LedgerBackend | undefined,
+  env: Record<string, string> = {},
+  shipped = false,
+) {
   return await startFunnel(
     loadFunnelConfig({ FUNNEL_ADDR: "127.0.0.1:0", FUNNEL_SERVE_ADDR: "none", ...env }),
-    { ...(backend ? { backend } : {}), log: silentLogger, ledgerDeadlineMs: DEADLINE_MS },
+    {
+      ...(backend ? { backend } : {}),
+      log: silentLogger,
+      ...(shipped ? {} : { ledgerDeadlineMs: DEADLINE_MS }),
+    },
   );
 }
 
@@ -65,8 +78,9 @@ const payloads = async (track: string): Promise<unknown[]> => {
 };
 
 /** A backend that stops answering: 503 + Retry-After within the deadline, then recovery. */
-async function hangs(proxy: TcpProxy, backend: LedgerBackend): Promise<void> {
-  const funnel = await funnelOver(backend);
+async function hangs(proxy: TcpProxy, backend: LedgerBackend, shipped = false): Promise<void> {
+  const funnel = await funnelOver(backend, {}, shipped);
+  const deadlineMs = shipped ? STORAGE_DEADLINE_MS : DEADLINE_MS;
   const track = `http://127.0.0.1:${funnel.addr.port}/tracks/hang/room/chat`;
   try {
     assert.equal((await call(track, "POST", `"before"`)).status, 201);
@@ -75,7 +89,7 @@ async function hangs(proxy: TcpProxy, backend: LedgerBackend): Promise<void> {
       const r = await call(track, method, body, method === "POST" ? "k-during" : undefined);
       assert.equal(r.status, 503, `${method}: ${r.text}`);
       assert.ok(r.retryAfter !== null, "Retry-After");
-      assert.ok(r.ms < DEADLINE_MS + 1500, `${method} answered after ${r.ms} ms`);
+      assert.ok(r.ms < deadlineMs + 1500, `${method} answered after ${r.ms} ms`);
     }
     proxy.restore();
     // Recovery without restart: the stuck connections were dropped at the deadline.
@@ -122,6 +136,21 @@ Deno.test("S3 that accepts connections and never answers: 503 within the deadlin
       endpoint: `http://127.0.0.1:${proxy.port}`,
     });
     await hangs(proxy, backend);
+  } finally {
+    await proxy.close();
+    await s3.stop();
+  }
+});
+
+Deno.test("S3 that never answers, at the shipped storage deadline: 503 within it, then recovery", async () => {
+  const s3 = await startS3rver();
+  const proxy = startTcpProxy("127.0.0.1", Number(new URL(s3.endpoint).port));
+  try {
+    const backend = await S3Backend.open({
+      ...s3.backendOptions("hang-shipped"),
+      endpoint: `http://127.0.0.1:${proxy.port}`,
+    });
+    await hangs(proxy, backend, true);
   } finally {
     await proxy.close();
     await s3.stop();

@@ -35,6 +35,8 @@ class FlakyErase implements LedgerBackend {
         }
         return track.erasePayload(s);
       },
+      first: () => track.first(),
+      trim: (b) => track.trim(b),
     };
   }
   close(): Promise<void> {

@@ -12,7 +12,7 @@ const PATH: TrackPath = { broadcast: ["down"], track: "up" };
 const pgUrl = await findPostgres();
 
 function isUnavailable(error: unknown): boolean {
-  return error instanceof LedgerError && error.kind === "unavailable";
+  return error instanceof LedgerError && error.code === "unavailable";
 }
 
 async function outageAndRecovery(proxy: TcpProxy, backend: LedgerBackend): Promise<void> {

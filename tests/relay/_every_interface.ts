@@ -7,12 +7,11 @@ import assert from "node:assert/strict";
 import { QMUX_DRAFTS } from "../../src/transport/mod.ts";
 import { testCertificate, testCertificateFiles } from "../support/certs.ts";
 import { dialOurs } from "../support/moq.ts";
-import { type RelayProcess, spawnRelay } from "../support/relay_process.ts";
-import { until } from "../support/wait.ts";
+import { type ServerProcess, spawnServer } from "../support/processes.ts";
 
 /** A relay listening on `:0`. */
 export interface EveryInterfaceRelay {
-  readonly process: RelayProcess;
+  readonly process: ServerProcess;
   /** The host of its `relay: listening on` line, as printed (`[::]`, `0.0.0.0`). */
   readonly printedHost: string;
   readonly port: number;
@@ -25,18 +24,18 @@ export interface EveryInterfaceRelay {
 export async function startEveryInterfaceRelay(): Promise<EveryInterfaceRelay> {
   const { dir, cert, key } = await testCertificateFiles();
   const c = await testCertificate();
-  const p = spawnRelay({ RELAY_ADDR: ":0", CERT_FILE: cert, KEY_FILE: key }, dir);
+  const p = spawnServer("relay", {
+    env: { RELAY_ADDR: ":0", CERT_FILE: cert, KEY_FILE: key },
+    cwd: dir,
+  });
   const http = Deno.createHttpClient({ caCerts: [c.certPem] });
   const stop = async () => {
-    p.child.kill("SIGTERM");
-    await p.child.status;
-    await p.done;
+    await p.stop();
     http.close();
     await Deno.remove(dir, { recursive: true });
   };
   try {
-    await until(() => p.lines.some((l) => l.includes("relay: listening")), "relay to listen");
-    const line = p.lines.find((l) => l.includes("relay: listening on "));
+    const line = await p.waitForLine("relay: listening on ");
     const m = line && /listening on (\S+):(\d+) \(/.exec(line);
     assert.ok(m, p.lines.join("\n"));
     return { process: p, printedHost: m[1]!, port: Number(m[2]), http, stop };

@@ -101,6 +101,8 @@ export async function ours(
   await seeAnnounced(moq, PATH);
   const subs = new Map(
     Object.entries(priorities).map(([track, priority]) => {
+      // A queue as long as the test (shipped 16): what is measured is the link, not how fast
+      // the test reads.
       const sub = moq.subscribe(PATH, track, { priority, partial: true, queueLimit: 4096 });
       void (async () => {
         try {
@@ -192,7 +194,7 @@ export async function overSlowLink<T>(
   const sessions: { close(): void }[] = [];
   try {
     const pub = await dialOurs(relay.port, {
-      moq: { serve: (r) => (r.path === PATH && producers.get(r.track)) || "not-found" },
+      moq: { serve: (r) => (r.path === PATH && producers.get(r.track)) || "not_found" },
     });
     sessions.push({ close: () => pub.close(0, "done") });
     pub.announce(PATH);

@@ -26,12 +26,12 @@ Deno.test("relay: datagram tracks reach QUIC and WebTransport clients as datagra
     moq: {
       serve: (r) =>
         r.path !== "room/1"
-          ? "not-found"
+          ? "not_found"
           : r.track === "chat"
           ? chat
           : r.track === "video"
           ? video
-          : "not-found",
+          : "not_found",
     },
   });
   publisher.announce("room/1");

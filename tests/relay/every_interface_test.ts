@@ -31,6 +31,13 @@ Deno.test("sluice relay with RELAY_ADDR=:0 answers on 127.0.0.1 and [::1] over Q
       expected.ipv4Only !== undefined,
       lines.join("\n"),
     );
+    // Auth off on every interface is an explicit opt-in, and the log says what it exposes.
+    assert.ok(
+      lines.some((l) =>
+        /relay: WARNING: SLUICE_AUTH_KEYS is not set and RELAY_ADDR=:0 reaches beyond/.test(l)
+      ),
+      lines.join("\n"),
+    );
   } finally {
     await relay.stop();
   }

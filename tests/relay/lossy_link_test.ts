@@ -68,7 +68,7 @@ Deno.test("relay → lossy link → subscribers: every group reaches every subsc
   withRelay(async (relay) => {
     const producer = new TrackProducer({ cache: 64 });
     const publisher = await dialOurs(relay.port, {
-      moq: { serve: (r) => (r.path === "room/1" && r.track === "chat" ? producer : "not-found") },
+      moq: { serve: (r) => (r.path === "room/1" && r.track === "chat" ? producer : "not_found") },
     });
     publisher.announce("room/1");
     const proxy = startUdpProxy({

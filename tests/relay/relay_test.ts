@@ -11,7 +11,8 @@ import { quiet } from "../support/quiet.ts";
 import { until } from "../support/wait.ts";
 import { ManualClock } from "../support/manual_clock.ts";
 import { startTestRelay } from "../support/test_relay.ts";
-import { BEYOND_SPEC_METRICS, SPEC_METRICS } from "./_spec_metrics.ts";
+import { RELAY_DEFAULTS } from "../../src/config/mod.ts";
+import { BEYOND_SPEC_METRICS, SPEC_METRICS } from "./metrics/_spec_metrics.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -20,7 +21,7 @@ async function publisher(port: number, path: string, track: string, jwt?: string
   const producer = new TrackProducer({ cache: 8 });
   const moq = await dialOurs(port, {
     ...(jwt ? { jwt } : {}),
-    moq: { serve: (r) => (r.path === path && r.track === track ? producer : "not-found") },
+    moq: { serve: (r) => (r.path === path && r.track === track ? producer : "not_found") },
   });
   moq.announce(path);
   return { moq, producer };
@@ -185,52 +186,56 @@ Deno.test("a late joiner starts at the latest group; publisher gone ends the bro
   await t.stop();
 });
 
-Deno.test("a slow subscriber is skipped forward without slowing a fast one", async () => {
-  using _q = quiet();
-  // The relay's clock moves only when told: a stall "lasts" past the burst window below.
-  const clock = new ManualClock();
-  const t = await startTestRelay({ cacheSize: 4, extra: { now: clock.now } });
-  const pub = await publisher(t.port, "live/b", "t");
-  const fast = await dialOurs(t.port);
-  let gate!: ReturnType<typeof stallable>;
-  // Few concurrent uni streams: a reader that stops accepting them stalls the relay's sends.
-  const slow = await dialOurs(t.port, {
-    maxUni: 2,
-    wrap: (s) => (gate = stallable(s)).session,
+// A ring and lag bound of 4 (shipped 8): the stalled subscriber falls behind after fewer groups;
+// the twin at the shipped size keeps the same promise.
+for (const cacheSize of [4, RELAY_DEFAULTS.GROUP_CACHE_SIZE]) {
+  Deno.test(`a slow subscriber is skipped forward without slowing a fast one (ring of ${cacheSize})`, async () => {
+    using _q = quiet();
+    // The relay's clock moves only when told: a stall "lasts" past the burst window below.
+    const clock = new ManualClock();
+    const t = await startTestRelay({ cacheSize, extra: { now: clock.now } });
+    const pub = await publisher(t.port, "live/b", "t");
+    const fast = await dialOurs(t.port);
+    let gate!: ReturnType<typeof stallable>;
+    // Few concurrent uni streams: a reader that stops accepting them stalls the relay's sends.
+    const slow = await dialOurs(t.port, {
+      maxUni: 2,
+      wrap: (s) => (gate = stallable(s)).session,
+    });
+    await seeAnnounced(fast, "live/b");
+    const fs = fast.subscribe("live/b", "t");
+    const ss = slow.subscribe("live/b", "t");
+    await Promise.all([fs.ready, ss.ready]);
+    const fit = fs[Symbol.asyncIterator]();
+    const sit = ss[Symbol.asyncIterator]();
+    pub.producer.writeGroup(1, enc.encode("g1"));
+    assert.equal((await fit.next()).value?.sequence, 1);
+    assert.equal((await sit.next()).value?.sequence, 1);
+
+    gate.hold();
+    const N = 60;
+    for (let seq = 2; seq <= N; seq++) {
+      pub.producer.writeGroup(seq, enc.encode(`g${seq}`));
+      assert.equal((await fit.next()).value?.sequence, seq, "the fast subscriber gets every group");
+    }
+    // Groups that arrived together within the burst window are not skipped; these are old now.
+    clock.advance(1000);
+    gate.release();
+    const slowGot: number[] = [];
+    while (slowGot.at(-1) !== N) slowGot.push((await sit.next()).value!.sequence);
+    assert.ok(slowGot.length < N - 1, `the slow subscriber skipped (${slowGot.length} groups)`);
+    const f = families(await (await t.get("/metrics")).text());
+    assert.ok(sampleValue(f, "sluice_relay_subscriber_skips_total")! >= 1);
+    fast.close(0, "");
+    slow.close(0, "");
+    pub.moq.close(0, "");
+    await t.stop();
   });
-  await seeAnnounced(fast, "live/b");
-  const fs = fast.subscribe("live/b", "t");
-  const ss = slow.subscribe("live/b", "t");
-  await Promise.all([fs.ready, ss.ready]);
-  const fit = fs[Symbol.asyncIterator]();
-  const sit = ss[Symbol.asyncIterator]();
-  pub.producer.writeGroup(1, enc.encode("g1"));
-  assert.equal((await fit.next()).value?.sequence, 1);
-  assert.equal((await sit.next()).value?.sequence, 1);
+}
 
-  gate.hold();
-  const N = 60;
-  for (let seq = 2; seq <= N; seq++) {
-    pub.producer.writeGroup(seq, enc.encode(`g${seq}`));
-    assert.equal((await fit.next()).value?.sequence, seq, "the fast subscriber gets every group");
-  }
-  // Groups that arrived together within the burst window are not skipped; these are old now.
-  clock.advance(1000);
-  gate.release();
-  const slowGot: number[] = [];
-  while (slowGot.at(-1) !== N) slowGot.push((await sit.next()).value!.sequence);
-  assert.ok(slowGot.length < N - 1, `the slow subscriber skipped (${slowGot.length} groups)`);
-  const f = families(await (await t.get("/metrics")).text());
-  assert.ok(sampleValue(f, "sluice_relay_subscriber_skips_total")! >= 1);
-  fast.close(0, "");
-  slow.close(0, "");
-  pub.moq.close(0, "");
-  await t.stop();
-});
-
-Deno.test("WebTransport and QUIC sessions share a track; session RTT is measured by ping", async () => {
+Deno.test("WebTransport and QUIC sessions share a track; a bitrate series per session", async () => {
   using _q = quiet();
-  const t = await startTestRelay({ rttIntervalMs: 20 });
+  const t = await startTestRelay();
   const pub = await publisher(t.port, "mix/1", "t");
   const c = await testCertificate();
   const wtSession = await connectWebTransport(new URL(`https://localhost:${t.port}/`), {
@@ -246,17 +251,7 @@ Deno.test("WebTransport and QUIC sessions share a track; session RTT is measured
   const g = await sub[Symbol.asyncIterator]().next();
   assert.equal(dec.decode(g.value!.frames[0]), "over webtransport");
 
-  // Every session (ours over QUIC and WebTransport, @moq/net) answers the ping.
-  let f = families(await (await t.get("/metrics")).text());
-  await until(async () => {
-    f = families(await (await t.get("/metrics")).text());
-    return (f.get("sluice_relay_session_rtt_ms")?.metrics.length ?? 0) === 3;
-  }, "an RTT sample for each session");
-  for (const s of f.get("sluice_relay_session_rtt_ms")!.metrics) {
-    assert.match(s.labels!.remote!, /^127\.0\.0\.1:\d+$/);
-    const v = Number(s.value);
-    assert.ok(v >= 0 && v < 5000, `rtt ${v}`);
-  }
+  const f = families(await (await t.get("/metrics")).text());
   assert.equal(
     sampleValue(f, "sluice_relay_sessions_total", { transport: "webtransport", class: "client" }),
     1,
@@ -277,4 +272,38 @@ Deno.test("WebTransport and QUIC sessions share a track; session RTT is measured
   viaWt.close(0, "");
   pub.moq.close(0, "");
   await t.stop();
+});
+
+Deno.test("the relay pings peer relays for their RTT, never its clients", async () => {
+  using _q = quiet();
+  // Pings every 20 ms (shipped 10 s), so that many rounds pass within the test.
+  const t = await startTestRelay({ rttIntervalMs: 20 });
+  // What each session is asked for by the relay: a client of ours, and a session that says it is
+  // a peer relay (auth off: its URL's `peer` parameter).
+  const asked = (paths: string[]) => ({
+    serve: (r: { path: string }) => {
+      paths.push(r.path);
+      return "not_found" as const;
+    },
+  });
+  const clientAsked: string[] = [];
+  const peerAsked: string[] = [];
+  const client = await dialOurs(t.port, { moq: asked(clientAsked) });
+  const net = await dialNet(t.port, { version: "moq-lite-05" });
+  const peer = await dialOurs(t.port, { query: "peer=p1", moq: asked(peerAsked) });
+  try {
+    // Ten pings of the peer: the clients, connected first, have had as many turns by now.
+    await until(() => peerAsked.length >= 10, "the peer's pings");
+    assert.ok(peerAsked.every((p) => p.includes(".sluice/rtt-ping")), peerAsked.join());
+    assert.deepEqual(clientAsked, [], "a client is never sent the ping");
+    const f = families(await (await t.get("/metrics")).text());
+    const rtts = f.get("sluice_relay_session_rtt_ms")!.metrics;
+    assert.equal(rtts.length, 1, "an RTT series for the peer only");
+    assert.ok(Number(rtts[0]!.value) >= 0 && Number(rtts[0]!.value) < 5000);
+  } finally {
+    peer.close();
+    net.close();
+    client.close();
+    await t.stop();
+  }
 });

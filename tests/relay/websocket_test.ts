@@ -16,6 +16,7 @@ import { quiet } from "../support/quiet.ts";
 import { startTcpProxy } from "../support/tcp_proxy.ts";
 import { until } from "../support/wait.ts";
 import { startTestRelay } from "../support/test_relay.ts";
+import { RELAY_DEFAULTS } from "../../src/config/mod.ts";
 
 const GROUPS = 300;
 /**
@@ -234,53 +235,57 @@ Deno.test("WebSocket admission: 401, 403 and 400 before the upgrade, like WebTra
   await t.stop();
 });
 
-Deno.test("a WebSocket subscriber that stops reading its socket is skipped forward; a fast one is not slowed", async () => {
-  using _q = quiet();
-  const t = await startTestRelay({ cacheSize: 4 });
-  const proxy = startTcpProxy("127.0.0.1", t.port);
-  const producer = new TrackProducer({ cache: 8 });
-  const pub = await dialOurs(t.port, { moq: { serve: () => producer } });
-  const fast = await dialOurs(t.port, { webSocket: ["qmux-02"] });
-  // The slow one reaches the relay through a proxy that can stop reading the relay's bytes.
-  const slow = await dialOurs(proxy.port, { webSocket: ["qmux-02"] });
-  try {
-    pub.announce("live/ws");
-    await seeAnnounced(fast, "live/ws");
-    const fs = fast.subscribe("live/ws", "t");
-    const ss = slow.subscribe("live/ws", "t");
-    await Promise.all([fs.ready, ss.ready]);
-    const fit = fs[Symbol.asyncIterator]();
-    const sit = ss[Symbol.asyncIterator]();
-    const payload = (seq: number) => {
-      const b = new Uint8Array(64 * 1024);
-      new DataView(b.buffer).setUint32(0, seq);
-      return b;
-    };
-    producer.writeGroup(1, payload(1));
-    assert.equal((await fit.next()).value?.sequence, 1);
-    assert.equal((await sit.next()).value?.sequence, 1);
+// A ring and lag bound of 4 (shipped 8): the stalled subscriber falls behind after fewer groups;
+// the twin at the shipped size keeps the same promise.
+for (const cacheSize of [4, RELAY_DEFAULTS.GROUP_CACHE_SIZE]) {
+  Deno.test(`a WebSocket subscriber that stops reading its socket is skipped forward; a fast one is not slowed (ring of ${cacheSize})`, async () => {
+    using _q = quiet();
+    const t = await startTestRelay({ cacheSize });
+    const proxy = startTcpProxy("127.0.0.1", t.port);
+    const producer = new TrackProducer({ cache: 8 });
+    const pub = await dialOurs(t.port, { moq: { serve: () => producer } });
+    const fast = await dialOurs(t.port, { webSocket: ["qmux-02"] });
+    // The slow one reaches the relay through a proxy that can stop reading the relay's bytes.
+    const slow = await dialOurs(proxy.port, { webSocket: ["qmux-02"] });
+    try {
+      pub.announce("live/ws");
+      await seeAnnounced(fast, "live/ws");
+      const fs = fast.subscribe("live/ws", "t");
+      const ss = slow.subscribe("live/ws", "t");
+      await Promise.all([fs.ready, ss.ready]);
+      const fit = fs[Symbol.asyncIterator]();
+      const sit = ss[Symbol.asyncIterator]();
+      const payload = (seq: number) => {
+        const b = new Uint8Array(64 * 1024);
+        new DataView(b.buffer).setUint32(0, seq);
+        return b;
+      };
+      producer.writeGroup(1, payload(1));
+      assert.equal((await fit.next()).value?.sequence, 1);
+      assert.equal((await sit.next()).value?.sequence, 1);
 
-    proxy.holdDownstream();
-    // 400 groups of 64 KiB (25 MiB): far more than any socket buffer holds.
-    const N = 401;
-    for (let seq = 2; seq <= N; seq++) {
-      producer.writeGroup(seq, payload(seq));
-      const g = (await fit.next()).value!;
-      assert.equal(g.sequence, seq, "the fast subscriber gets every group, in order");
-      assert.equal(new DataView(g.frames[0]!.buffer, g.frames[0]!.byteOffset).getUint32(0), seq);
+      proxy.holdDownstream();
+      // 400 groups of 64 KiB (25 MiB): far more than any socket buffer holds.
+      const N = 401;
+      for (let seq = 2; seq <= N; seq++) {
+        producer.writeGroup(seq, payload(seq));
+        const g = (await fit.next()).value!;
+        assert.equal(g.sequence, seq, "the fast subscriber gets every group, in order");
+        assert.equal(new DataView(g.frames[0]!.buffer, g.frames[0]!.byteOffset).getUint32(0), seq);
+      }
+      proxy.releaseDownstream();
+      const slowGot: number[] = [];
+      while (slowGot.at(-1) !== N) slowGot.push((await sit.next()).value!.sequence);
+      assert.ok(slowGot.length < N - 1, `the slow subscriber skipped (${slowGot.length} groups)`);
+      const f = families(await (await t.get("/metrics")).text());
+      assert.ok(sampleValue(f, "sluice_relay_subscriber_skips_total")! >= 1);
+    } finally {
+      for (const m of [pub, fast, slow]) m.close(0, "");
+      await proxy.close();
+      await t.stop();
     }
-    proxy.releaseDownstream();
-    const slowGot: number[] = [];
-    while (slowGot.at(-1) !== N) slowGot.push((await sit.next()).value!.sequence);
-    assert.ok(slowGot.length < N - 1, `the slow subscriber skipped (${slowGot.length} groups)`);
-    const f = families(await (await t.get("/metrics")).text());
-    assert.ok(sampleValue(f, "sluice_relay_subscriber_skips_total")! >= 1);
-  } finally {
-    for (const m of [pub, fast, slow]) m.close(0, "");
-    await proxy.close();
-    await t.stop();
-  }
-});
+  });
+}
 
 Deno.test("hostile WebSocket peers end only their own session; the relay keeps serving", async () => {
   using _q = quiet();

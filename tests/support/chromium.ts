@@ -157,3 +157,21 @@ export function serveMoqNetPage(): Promise<MoqNetPage> {
 export function serveClientPage(): Promise<BundlePage> {
   return serveBundlePage(new URL("./browser/client_entry.ts", import.meta.url));
 }
+
+/**
+ * Bundles moq-dev's media web components, `<moq-publish>` and `<moq-watch>`
+ * (tests/support/browser/media_entry.ts), and serves a page that defines them.
+ */
+export function serveMediaPage(): Promise<BundlePage> {
+  return serveBundlePage(new URL("./browser/media_entry.ts", import.meta.url));
+}
+
+/**
+ * Chromium's stand-ins for a camera and a microphone (a test pattern and a
+ * beep), granted without a prompt: what `<moq-publish source="camera">` captures.
+ */
+export const FAKE_MEDIA_FLAGS: readonly string[] = [
+  "--use-fake-device-for-media-stream",
+  "--use-fake-ui-for-media-stream",
+  "--autoplay-policy=no-user-gesture-required",
+];

@@ -1,5 +1,6 @@
-// An injected clock for tests of timing: `now()` and timers that fire only
-// when the test advances time, in due order.
+// The one injected clock for tests of timing: `now()` in milliseconds (as `Timers` and
+// `Date.now` count), `nowNs()` in Unix nanoseconds (as the ledger's `NanoClock` counts), and
+// timers that fire only when the test advances time, in due order.
 
 /** A clock and timers the test moves by hand. */
 export class ManualClock {
@@ -14,6 +15,12 @@ export class ManualClock {
 
   /** The current time, ms. */
   readonly now = (): number => this.#now;
+
+  /** The current time in nanoseconds (a ledger's `NanoClock`), exact to the nanosecond. */
+  readonly nowNs = (): bigint => {
+    const whole = Math.floor(this.#now);
+    return BigInt(whole) * 1_000_000n + BigInt(Math.round((this.#now - whole) * 1e6));
+  };
 
   /** Schedules `fn` at now + `ms`. */
   readonly setTimeout = (fn: () => void, ms: number): unknown => {

@@ -102,6 +102,8 @@ export interface PageDial {
   readonly relayHostname?: string;
   /** The host of the page's `https://<host>:<port>/` (default 127.0.0.1). */
   readonly urlHost?: string;
+  /** The WebTransport protocols the page offers (default @moq/net's list), e.g. one IETF draft's. */
+  readonly protocols?: readonly string[];
 }
 
 /**
@@ -130,7 +132,7 @@ export async function withMoqNetPage(
     await page.exposeFunction("sluiceArrived", (a: Arrival) => arrivals.add(a));
     await page.goto(page$.origin);
     await page.waitForFunction(() => "Moq" in globalThis);
-    await page.evaluate(async ({ url, hash, webSocket }) => {
+    await page.evaluate(async ({ url, hash, webSocket, protocols }) => {
       // deno-lint-ignore no-explicit-any
       const g = globalThis as any;
       if (webSocket) delete g.WebTransport;
@@ -140,12 +142,14 @@ export async function withMoqNetPage(
         websocket: { delay: 5_000 },
         webtransport: {
           serverCertificateHashes: [{ algorithm: "sha-256", value: new Uint8Array(hash) }],
+          ...(protocols ? { protocols } : {}),
         },
       });
     }, {
       url: `https://${dial.urlHost ?? "127.0.0.1"}:${relay.port}/`,
       hash: [...c.sha256],
       webSocket: transport === "WebSocket",
+      protocols: dial.protocols ? [...dial.protocols] : undefined,
     });
     assert.ok(
       lines.some((l) => l.includes(`connected via ${transport}`)),

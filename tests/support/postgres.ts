@@ -1,4 +1,5 @@
 import postgres from "postgres";
+import { startTcpProxy, type TcpProxy } from "./tcp_proxy.ts";
 
 /** Where tests look for PostgreSQL unless `SLUICE_TEST_PG_URL` says otherwise. */
 export const DEFAULT_TEST_PG_URL = "postgres://postgres@127.0.0.1:5432/test";
@@ -57,4 +58,16 @@ export async function withSql<T>(url: string, f: (sql: postgres.Sql) => Promise<
   } finally {
     await sql.end({ timeout: 1 });
   }
+}
+
+/**
+ * A TCP proxy in front of the PostgreSQL at `url` (to cut, stall or restore its connections), and
+ * `url` with its host pointing through the proxy.
+ */
+export function proxiedPostgres(url: string): { proxy: TcpProxy; url: URL } {
+  const target = new URL(url);
+  const proxy = startTcpProxy(target.hostname, Number(target.port || 5432));
+  const proxied = new URL(url);
+  proxied.host = `127.0.0.1:${proxy.port}`;
+  return { proxy, url: proxied };
 }

@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const NOBODY = "postgres://postgres@127.0.0.1:1/test";
 
-/** Runs tests/ledger/postgres_test.ts with no PostgreSQL reachable; CI set to `ci` or unset. */
+/** Runs tests/ledger/postgres/postgres_test.ts with no PostgreSQL reachable; CI set to `ci` or unset. */
 async function runWithoutPostgres(ci: string | undefined): Promise<{ code: number; out: string }> {
   const env = Deno.env.toObject();
   delete env.CI;
@@ -16,7 +16,7 @@ async function runWithoutPostgres(ci: string | undefined): Promise<{ code: numbe
       "-A",
       "--no-check",
       `--config=${ROOT}deno.json`,
-      "tests/ledger/postgres_test.ts",
+      "tests/ledger/postgres/postgres_test.ts",
     ],
     cwd: ROOT,
     clearEnv: true,

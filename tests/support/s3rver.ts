@@ -67,7 +67,12 @@ export async function startS3rver(bucket = "ledger-test"): Promise<TestS3> {
       `s3://${bucket}/${prefix}?region=${region}&endpoint=${encodeURIComponent(endpoint)}`,
     client: () => new S3Client({ region, endpoint, forcePathStyle: true, credentials }),
     async stop(): Promise<void> {
-      await server.close();
+      const closing = server.close();
+      // A client killed in the middle of an upload leaves its request waiting for a body
+      // that never comes (up to the server's 2-minute timeout): do not wait for it.
+      (server as unknown as { httpServer?: { closeAllConnections?(): void } }).httpServer
+        ?.closeAllConnections?.();
+      await closing;
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     },
   };

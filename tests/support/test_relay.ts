@@ -64,7 +64,10 @@ export async function startTestRelay(
         corsAllowedOrigins: options.cors ?? ["https://app.example"],
         verifier,
         log: (l) => logs.push(l),
-        // Short timings so tests that end a route or a subscription need not wait for the defaults.
+        // Short timings so tests that end a route or a subscription need not wait for the defaults
+        // (upstream idle 200 ms, orphan wait 200 ms, no RTT pings). The promises made at the
+        // defaults are tested with `shippedTimings`: tests/funnel/live/publisher_outage_test.ts,
+        // tests/funnel/live/lossy_link_test.ts, tests/relay/routing/gap_repair_quic_test.ts.
         ...(options.shippedTimings ? {} : {
           rttIntervalMs: options.rttIntervalMs ?? 0,
           idleMs: 200,

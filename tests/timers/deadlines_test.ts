@@ -57,3 +57,32 @@ Deno.test("Deadlines re-arms earlier for a deadline sooner than the armed one", 
   clock.advance(2);
   assert.deepEqual(fired, ["soon", "chained"]);
 });
+
+Deno.test("Deadlines: cancelling the last deadline clears the timer at once", () => {
+  const clock = new ManualClock();
+  const deadlines = deadlinesOn(clock);
+  const cancelA = deadlines.add(600_000, () => {});
+  const cancelB = deadlines.add(900_000, () => {});
+  cancelA();
+  assert.deepEqual(clock.pending, [600_000], "one left: the armed timer stays");
+  cancelB();
+  // Nothing pending, rather than a timer that keeps the process alive for ten minutes.
+  assert.deepEqual(clock.pending, []);
+  deadlines.add(50, () => {});
+  assert.deepEqual(clock.pending, [50], "and it is armed again for the next one");
+});
+
+Deno.test("Deadlines as Timers: setTimeout adds a deadline on the shared timer, clearTimeout cancels it", () => {
+  const clock = new ManualClock();
+  const deadlines = deadlinesOn(clock);
+  const fired: string[] = [];
+  const t = deadlines.timers;
+  const a = t.setTimeout(() => fired.push("a"), 100);
+  t.setTimeout(() => fired.push("b"), 200);
+  assert.deepEqual(clock.pending, [100], "one timer for both");
+  t.clearTimeout(a);
+  t.clearTimeout(undefined);
+  clock.advance(200);
+  assert.deepEqual(fired, ["b"]);
+  assert.deepEqual(clock.pending, []);
+});

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { testCertificateFiles } from "../support/certs.ts";
 import { dialOurs, seeAnnounced } from "../support/moq.ts";
 import { take } from "../support/live_funnel.ts";
-import { type RelayProcess, spawnSluice } from "../support/relay_process.ts";
+import { type ServerProcess, spawnServer } from "../support/processes.ts";
 import { until } from "../support/wait.ts";
 import { freeUdpTcpPort } from "../../src/transport/mod.ts";
 import { type ReceivedSpan, startOtlpReceiver } from "./_otlp_receiver.ts";
@@ -21,23 +21,6 @@ function otel(endpoint: string, service: string): Record<string, string> {
   };
 }
 
-async function started(p: RelayProcess, ready: RegExp, what: string): Promise<string> {
-  await until(() => p.lines.some((l) => ready.test(l) || /error/i.test(l)), what);
-  const line = p.lines.find((l) => ready.test(l));
-  assert.ok(line, p.lines.join("\n"));
-  return line;
-}
-
-async function stop(p: RelayProcess): Promise<void> {
-  try {
-    p.child.kill("SIGTERM");
-  } catch {
-    // already gone
-  }
-  await p.child.status;
-  await p.done;
-}
-
 /** A span's duration, or (given `at`) how long after its start `at` is. */
 function ms(s: ReceivedSpan, at?: bigint): string {
   const ns = at === undefined ? s.endNs - s.startNs : at - s.startNs;
@@ -49,25 +32,27 @@ Deno.test("OTEL_DENO=true: a POST's spans (validation, commit, publish) and the 
   await using receiver = startOtlpReceiver();
   const files = await testCertificateFiles();
   const port = freeUdpTcpPort();
-  const relay = spawnSluice("relay", {
-    ...otel(receiver.endpoint, "sluice-relay"),
-    RELAY_ADDR: `127.0.0.1:${port}`,
-    CERT_FILE: files.cert,
-    KEY_FILE: files.key,
+  const relay = spawnServer("relay", {
+    env: {
+      ...otel(receiver.endpoint, "sluice-relay"),
+      RELAY_ADDR: `127.0.0.1:${port}`,
+      CERT_FILE: files.cert,
+      KEY_FILE: files.key,
+    },
   });
-  let funnel: RelayProcess | undefined;
+  let funnel: ServerProcess | undefined;
   try {
-    await started(relay, /relay: listening/, "the relay to listen");
-    funnel = spawnSluice("funnel", {
-      ...otel(receiver.endpoint, "sluice-funnel"),
-      FUNNEL_ADDR: "127.0.0.1:0",
-      FUNNEL_SERVE_ADDR: "none",
-      RELAY_URL: `moqt://localhost:${port}/`,
-      RELAY_CA_FILE: files.cert,
+    await relay.ready();
+    funnel = spawnServer("funnel", {
+      env: {
+        ...otel(receiver.endpoint, "sluice-funnel"),
+        FUNNEL_ADDR: "127.0.0.1:0",
+        FUNNEL_SERVE_ADDR: "none",
+        RELAY_URL: `moqt://localhost:${port}/`,
+        RELAY_CA_FILE: files.cert,
+      },
     });
-    const ingest = /Ingest: (http:\/\/\S+)/.exec(
-      await started(funnel, /^Ingest: /, "the funnel's summary"),
-    )![1]!;
+    const ingest = /Ingest: (http:\/\/\S+)/.exec(await funnel.waitForLine(/^Ingest: /))![1]!;
     const put = await fetch(`${ingest}/tracks/room/1/chat`, { method: "PUT" });
     assert.equal(put.status, 201);
     await put.body?.cancel();
@@ -93,8 +78,8 @@ Deno.test("OTEL_DENO=true: a POST's spans (validation, commit, publish) and the 
     }
   } finally {
     // Both processes export what they still hold as they exit.
-    if (funnel) await stop(funnel);
-    await stop(relay);
+    await funnel?.stop();
+    await relay.stop();
     await Deno.remove(files.dir, { recursive: true });
   }
 

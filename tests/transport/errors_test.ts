@@ -27,8 +27,8 @@ Deno.test("quic: a peer's STOP_SENDING is a StreamError with its code; the sessi
     await peer.readable.cancel(); // STOP_SENDING 0
     const err = client.translateError(await writeUntilRejected(bidi.writable));
     assert.ok(err instanceof StreamError, String(err));
-    assert.equal(err.kind, "stopped");
-    assert.equal(err.code, 0);
+    assert.equal(err.code, "stream_stopped");
+    assert.equal(err.wireCode, 0);
     assert.equal(client.translateError(err), err, "translating twice changes nothing");
     // Only that stream failed: the session still carries others.
     const uni = await client.openUni();

@@ -81,12 +81,12 @@ Deno.test("quic dial: CA file works; wrong pin, insecure, bad scheme and ALPN fa
       alpn: VERSIONS,
       serverCertificateHashes: [{ algorithm: "sha-256", value: new Uint8Array(32) }],
     }),
-    (e) => e instanceof QuicConnectError && e.kind === "tls",
+    (e) => e instanceof QuicConnectError && e.code === "tls_failed",
   );
   await assert.rejects(connectQuicSession(url, { alpn: VERSIONS, insecure: true }), TypeError);
   await assert.rejects(
     connectQuicSession(new URL("http://localhost:1/"), pin),
-    (e) => e instanceof QuicConnectError && e.kind === "url",
+    (e) => e instanceof QuicConnectError && e.code === "invalid_url",
   );
   await assert.rejects(
     connectQuicSession(new URL(`moqt://127.0.0.1:${listener.addr.port}/`), {
@@ -149,7 +149,7 @@ Deno.test("an abandoned quic dial stops its handshake at once instead of retryin
       maxIdleTimeout: 30_000,
       signal: AbortSignal.timeout(300),
     }),
-    (e: unknown) => e instanceof QuicConnectError && e.kind === "aborted",
+    (e: unknown) => e instanceof QuicConnectError && e.code === "cancelled",
   );
   assert.ok(performance.now() - started < 1000, "the dial rejects when its signal aborts");
   await new Promise((r) => setTimeout(r, 200));

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { DecodeError, Decoder, Encoder } from "../../src/wire/mod.ts";
 
-function decodeError(kind: DecodeError["kind"]): (err: unknown) => boolean {
-  return (err) => err instanceof DecodeError && err.kind === kind;
+function decodeError(kind: DecodeError["code"]): (err: unknown) => boolean {
+  return (err) => err instanceof DecodeError && err.code === kind;
 }
 
 Deno.test("Decoder reads fields in order and checks the whole body was read", () => {
@@ -24,7 +24,7 @@ Deno.test("Decoder refuses bad peers' bytes with a DecodeError of the right kind
   assert.throws(() => new Decoder(Uint8Array.of(5, 1)).lengthPrefixed(), decodeError("truncated"));
   assert.throws(
     () => new Decoder(Uint8Array.of(3, 1, 2, 3)).lengthPrefixed("blob", 2),
-    decodeError("too-large"),
+    decodeError("too_large"),
   );
   assert.throws(() => new Decoder(Uint8Array.of(1, 2)).end("x"), decodeError("trailing"));
   assert.throws(() => new Decoder(new Uint8Array(0)).u8(), decodeError("truncated"));

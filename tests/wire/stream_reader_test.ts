@@ -20,16 +20,16 @@ Deno.test("stream reader: fields across chunk boundaries, FIN mid-field, size li
   assert.equal(new TextDecoder().decode(await r.message("m", 10)), "abc");
   assert.equal(await r.done(), true);
   const t = new StreamReader(streamOf("80 00"));
-  await assert.rejects(t.u53(), (e: unknown) => e instanceof DecodeError && e.kind === "truncated");
+  await assert.rejects(t.u53(), (e: unknown) => e instanceof DecodeError && e.code === "truncated");
   const big = new StreamReader(streamOf("44 00"));
   await assert.rejects(
     big.message("m", 100),
-    (e: unknown) => e instanceof DecodeError && e.kind === "too-large",
+    (e: unknown) => e instanceof DecodeError && e.code === "too_large",
   );
   const short = new StreamReader(streamOf("05 61 62"));
   await assert.rejects(
     short.message("m", 100),
-    (e: unknown) => e instanceof DecodeError && e.kind === "truncated",
+    (e: unknown) => e instanceof DecodeError && e.code === "truncated",
   );
   let counted = 0;
   const c = new StreamReader(streamOf("01", "02 03"), (n) => counted += n);
@@ -77,11 +77,11 @@ Deno.test("stream reader: optional varints and bytes end cleanly at FIN, skips a
   // A FIN inside a varint or a skipped run is.
   await assert.rejects(
     new StreamReader(streamOf("80 00")).varint("a frame"),
-    (e: unknown) => e instanceof DecodeError && e.kind === "truncated",
+    (e: unknown) => e instanceof DecodeError && e.code === "truncated",
   );
   await assert.rejects(
     new StreamReader(streamOf("01 02")).skip(3),
-    (e: unknown) => e instanceof DecodeError && e.kind === "truncated",
+    (e: unknown) => e instanceof DecodeError && e.code === "truncated",
   );
 });
 

@@ -79,7 +79,7 @@ export async function runHealthyPair(target: HealthyTarget, intervalMs = 50): Pr
         },
       ),
       {
-        serve: (r) => r.path === HEALTHY_PATH && r.track === HEALTHY_TRACK ? producer : "not-found",
+        serve: (r) => r.path === HEALTHY_PATH && r.track === HEALTHY_TRACK ? producer : "not_found",
         log: () => {},
       },
     );

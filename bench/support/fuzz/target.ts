@@ -5,7 +5,8 @@ import { generateDevCertificate } from "../../../src/certs/mod.ts";
 import { signToken } from "../../../src/auth/mod.ts";
 import { writeKeySet } from "../key_set.ts";
 import { freeUdpTcpPort } from "../../../src/transport/mod.ts";
-import { relayPid, rssMib } from "../loadgen/proc_stats.ts";
+import { rssMib } from "../loadgen/proc_stats.ts";
+import { spawnServer } from "../../../tests/support/processes.ts";
 import { sleep } from "../../../src/timers/mod.ts";
 
 /** Which server runs. */
@@ -96,15 +97,11 @@ export async function startTarget(
   const httpPort = kind === "funnel" ? freeUdpTcpPort() : moqPort;
   const creds = await credentials(dir);
   const host = new URL("../gc_host.ts", import.meta.url).pathname;
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      ...(options.ffi === false ? ["--deny-ffi"] : []),
-      "--v8-flags=--expose-gc",
-      host,
-      kind,
-    ],
+  const server = spawnServer(kind, {
+    // The GC host runs what the server runs, with a GC hook: all flags (FFI denied on request).
+    flags: "all",
+    denoArgs: [...(options.ffi === false ? ["--deny-ffi"] : []), "--v8-flags=--expose-gc"],
+    cli: host,
     env: {
       CERT_FILE: `${dir}/cert.pem`,
       // The GC host also trims the C allocator after each collection, to show the floor.
@@ -116,23 +113,11 @@ export async function startTarget(
         : { FUNNEL_ADDR: `127.0.0.1:${httpPort}`, FUNNEL_SERVE_ADDR: `127.0.0.1:${moqPort}` }),
       ...env,
     },
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const lines: string[] = [];
-  const collect = async (s: ReadableStream<Uint8Array>) => {
-    for await (const c of s.pipeThrough(new TextDecoderStream())) {
-      lines.push(...c.split("\n").filter((l) => l !== ""));
-    }
-  };
-  const drained = Promise.all([collect(child.stdout), collect(child.stderr)]);
-  const exited = child.status.then((s) => s.code);
-  const ready = kind === "relay" ? "relay: listening" : "Auth:";
-  for (let i = 0; !lines.some((l) => l.includes(ready)); i++) {
-    if (i > 600) throw new Error(`The ${kind} did not start:\n${lines.join("\n")}`);
-    await sleep(50);
-  }
-  const pid = () => relayPid(child.pid);
+  });
+  const lines = server.lines;
+  const exited = server.finished().then((s) => s.code);
+  await server.ready(30_000);
+  const pid = () => server.serverPid();
   let stopped: Promise<number> | undefined;
   return {
     kind,
@@ -172,13 +157,7 @@ export async function startTarget(
     },
     stop: () =>
       stopped ??= (async () => {
-        try {
-          child.kill("SIGTERM");
-        } catch {
-          // already gone
-        }
-        const code = await exited;
-        await drained;
+        const { code } = await server.stop();
         await Deno.remove(dir, { recursive: true });
         return code;
       })(),

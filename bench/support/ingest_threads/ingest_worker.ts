@@ -11,7 +11,7 @@ import { authorize } from "../../../src/funnel/mod.ts";
 import { readJsonBody } from "../../../src/funnel/mod.ts";
 import { errorResponse } from "../../../src/funnel/mod.ts";
 import { idempotencyKeyProblem } from "../../../src/funnel/mod.ts";
-import { trackPathOf } from "../../../src/funnel/mod.ts";
+import { TrackPaths } from "../../../src/funnel/mod.ts";
 import { HttpProblem, problemResponse } from "../../../src/http/mod.ts";
 import {
   ANSWER_STRIDE,
@@ -20,6 +20,9 @@ import {
   type FromWorker,
   type StartMessage,
 } from "./messages.ts";
+
+// Parsed track paths kept, as the funnel's router keeps its own.
+const paths = new TrackPaths();
 
 interface WorkerScope {
   postMessage(message: FromWorker): void;
@@ -46,7 +49,7 @@ async function handle(request: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr
     return problemResponse(421, "This ingest thread takes only POSTs to tracks");
   }
   try {
-    const path = trackPathOf(request.url);
+    const path = paths.of(request.url);
     const headers = request.headers;
     const { sender } = await authorize(verifier, headers.get("authorization"), "post", path);
     const key = headers.get("idempotency-key");

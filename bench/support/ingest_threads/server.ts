@@ -17,10 +17,13 @@ import { createVerifier, keySourceFrom } from "../../../src/auth/mod.ts";
 import { funnelHandler, FunnelService } from "../../../src/funnel/mod.ts";
 import { errorResponse } from "../../../src/funnel/mod.ts";
 import { committedJson } from "../../../src/funnel/mod.ts";
-import { trackPathOf } from "../../../src/funnel/mod.ts";
+import { TrackPaths } from "../../../src/funnel/mod.ts";
 import { SAME_ORIGIN_ONLY } from "../../../src/http/mod.ts";
 import { Ledger, MemoryBackend } from "../../../src/ledger/mod.ts";
 import { batcher, type FromWorker, RECORD_STRIDE } from "./messages.ts";
+
+// Parsed track paths kept, as the funnel's router keeps its own.
+const paths = new TrackPaths();
 
 const { values } = benchArgs({
   threads: { type: "string", default: "1" },
@@ -74,7 +77,7 @@ function startWorker(): Promise<void> {
         const key = (items[i + 5] as string | null) ?? undefined;
         let path;
         try {
-          path = trackPathOf(items[i + 1] as string);
+          path = paths.of(items[i + 1] as string);
         } catch (error) {
           fail(id, error);
           continue;

@@ -1,35 +1,6 @@
 // Memory and CPU of a process, and the machine's UDP counters, read from /proc
 // (Linux; NaN or zeros elsewhere).
 
-/** The deepest descendant of `pid` running the same program (the relay re-executes itself for V8 flags). */
-export function relayPid(pid: number): number {
-  for (;;) {
-    let children: string;
-    try {
-      children = Deno.readTextFileSync(`/proc/${pid}/task/${pid}/children`).trim();
-    } catch {
-      // No /proc entry for the child: measure the pid we have.
-      return pid;
-    }
-    // Only a re-exec of the same program is the relay itself: a short-lived helper it runs
-    // (`sysctl`, reading the UDP buffer sizes at startup) is not, and would be gone by the time
-    // its RSS is read.
-    const own = commOf(pid);
-    const next = children.split(/\s+/).map(Number).find((child) => commOf(child) === own);
-    if (next === undefined) return pid;
-    pid = next;
-  }
-}
-
-/** The program name of `pid` (/proc/<pid>/comm), or undefined when it cannot be read. */
-function commOf(pid: number): string | undefined {
-  try {
-    return Deno.readTextFileSync(`/proc/${pid}/comm`).trim();
-  } catch {
-    return undefined;
-  }
-}
-
 /** Resident set size of `pid` in MiB; NaN when it cannot be read. */
 export function rssMib(pid: number): number {
   try {

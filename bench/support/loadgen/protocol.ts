@@ -11,11 +11,17 @@ export interface WorkerStart {
   readonly certPem: string;
   /** Sessions this worker holds. */
   readonly sessions: number;
-  /** Concurrent dials. */
+  /** Concurrent dials (the most in flight at once). */
   readonly concurrency: number;
+  /** New dials per second this worker starts (0: as fast as `concurrency` allows). */
+  readonly rampPerSecond: number;
   /** Broadcast path and track. */
   readonly path: string;
   readonly track: string;
+  /** The raw baseline: bare QUIC connections, each group a uni stream of bytes (no moq). */
+  readonly raw: boolean;
+  /** Whether the worker sizes its QUIC socket's receive buffer as the relay does its own. */
+  readonly udpReceiveBuffer: boolean;
   /** "quic", "webtransport" or "websocket". */
   readonly transport: "quic" | "webtransport" | "websocket";
 }
@@ -52,6 +58,14 @@ export interface WorkerReport {
   readonly windowReceived: number;
   /** Sessions that were held for the whole window. */
   readonly windowSessions: number;
+  /** Sessions set up (subscribed) since the previous report. */
+  readonly setups: number;
+  /** Set-up time histogram counts (dial to subscribed) since the previous report. */
+  readonly setupLatency: Uint32Array;
+  /** Local UDP ports of this worker's QUIC endpoints (for their drop counters). */
+  readonly ports: number[];
+  /** Failures by reason since the start (a bounded set of reasons). */
+  readonly failures: Record<string, number>;
   /** First error text, if any. */
   readonly error?: string;
 }
@@ -63,6 +77,17 @@ export interface WorkerStopped {
 
 /** Any message from a worker. */
 export type FromWorker = WorkerReport | WorkerStopped;
+
+/** Most distinct failure reasons a worker keeps apart; the rest are counted as "other". */
+export const MAX_FAILURE_REASONS = 16;
+
+/**
+ * A failure's reason for counting: the error text with numbers, addresses and
+ * ids folded, so "Session closed (15 no SETUP)" from every session is one reason.
+ */
+export function failureReason(text: string): string {
+  return text.replace(/\[[^\]]*\]|\b[0-9a-f]{8,}\b|\d+(\.\d+)*/gi, "#").slice(0, 100);
+}
 
 /** Reads the publisher's send time (ms since the epoch, float64 at offset 0) from a payload. */
 export function sentAt(payload: Uint8Array): number {

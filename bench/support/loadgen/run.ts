@@ -2,15 +2,16 @@ import { errorText } from "../../../src/error_text/mod.ts";
 import { generateDevCertificate } from "../../../src/certs/mod.ts";
 import { connect, type MoqSession, TrackProducer, VERSIONS } from "../../../src/moq/mod.ts";
 import { connectQuicSession } from "../../../src/transport/mod.ts";
-import { freeUdpTcpPort } from "../../../src/transport/mod.ts";
+import { freeUdpTcpPort, udpSocketDrops } from "../../../src/transport/mod.ts";
 import { signToken } from "../../../src/auth/mod.ts";
 import { writeKeySet } from "../key_set.ts";
 import { LatencyHistogram } from "./latency.ts";
 import { type FromWorker, type ToWorker, wallNow, type WorkerReport } from "./protocol.ts";
 import { type LoadgenOptions, parseLoadgenArgs } from "./args.ts";
-import { CLOCK_TICKS_PER_SECOND, cpuTicks, relayPid, rssMib } from "./proc_stats.ts";
+import { CLOCK_TICKS_PER_SECOND, cpuTicks, rssMib } from "./proc_stats.ts";
 import { bucketQuantile, scrape } from "./relay_scrape.ts";
 import { sleep } from "../../../src/timers/mod.ts";
+import { spawnServer } from "../../../tests/support/processes.ts";
 
 /** The relay URL scheme of each subscriber transport. */
 const SCHEMES = { quic: "moqt:", webtransport: "https:", websocket: "wss:" } as const;
@@ -34,9 +35,68 @@ export interface LoadgenResult {
   relay_delivery_ms: { p50: number; p99: number; count: number };
   /** subscriber_skips_total during the window. */
   relay_skips: number;
+  /** The relay's memory after a full GC at the end of the window, MiB (RSS, JS heap, external). */
+  relay_memory_after_gc_mib: { rss: number; heap_used: number; external: number } | undefined;
+  /** The same before the first session (after the publisher connected), MiB. */
+  relay_memory_base_after_gc_mib: { rss: number; heap_used: number; external: number } | undefined;
+  /** JS heap after a GC per session held: (window's end - before sessions) / held, KiB. */
+  heap_per_session_kib: number;
+  /** Datagrams dropped for a full UDP receive buffer over the whole run, at each side's sockets. */
+  udp_drops: { relay: number; loadgen: number };
+  /** Set-up of the sessions (dial to subscribed), apart from holding them. */
+  admission: Admission;
+  /** CPU in moq-bench's terms: µs of CPU per connection set up, per published message, per delivered copy. */
+  cpu: CpuFigures;
+  /** The load generator's own CPU (all its threads), % of one core: ramp and measure phases. */
+  loadgen_cpu_percent: { ramp: number; measure: number };
   first_error?: string;
   /** The relay's first warning lines (each kind is logged once per session). */
   relay_warnings: string[];
+}
+
+/** How the sessions were set up. */
+export interface Admission {
+  /** Target dials per second (0: unpaced, `--concurrency` in flight per worker). */
+  target_per_s: number;
+  /** Seconds from the first dial until every session was held or failed (or the ramp gave up). */
+  seconds: number;
+  /** Sessions set up per second over the whole ramp. */
+  per_s: number;
+  /** Sessions set up in each second of the ramp. */
+  per_second: number[];
+  /** Set-up time, dial to subscribed. */
+  setup_ms: { p50: number; p99: number; max: number };
+  /** Failures by reason, during the ramp and after. */
+  failures: Record<string, number>;
+}
+
+/** CPU per unit, µs, for the relay and for the load generator (the subscribers' client side). */
+export interface CpuFigures {
+  /** Relay CPU over the ramp per session set up. */
+  relay_us_per_connection: number;
+  /** Relay CPU over the measure window per group published. */
+  relay_us_per_published: number;
+  /** Relay CPU over the measure window per group copy delivered to a subscriber. */
+  relay_us_per_delivered: number;
+  /** Load generator CPU over the ramp per session set up. */
+  client_us_per_connection: number;
+  /** Load generator CPU over the measure window per group copy received. */
+  client_us_per_delivered: number;
+}
+
+/** Asks the relay's /debug/pprof/profile for `seconds` of CPU profile and writes it to `file`. */
+async function captureProfile(
+  port: number,
+  client: Deno.HttpClient,
+  seconds: number,
+  file: string,
+): Promise<string> {
+  const res = await fetch(`https://localhost:${port}/debug/pprof/profile?seconds=${seconds}`, {
+    client,
+  });
+  if (!res.ok) return `profile not taken: ${res.status} ${await res.text()}`;
+  await Deno.writeTextFile(file, await res.text());
+  return `relay CPU profile (${seconds} s) written to ${file}`;
 }
 
 /** Writes a one-key JWK Set and signs a publisher and a subscriber credential for `path`. */
@@ -76,57 +136,70 @@ export async function loadgen(
   const path = `loadgen/${crypto.randomUUID().slice(0, 8)}`;
   const track = "data";
   const auth = o.auth ? await makeCredentials(dir, path) : undefined;
-  const cli = new URL("../../../src/cli.ts", import.meta.url).pathname;
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", cli, "relay"],
+  // The relay as `sluice relay` runs it, with a hook that reports its memory after a GC on
+  // SIGUSR2 (where a session's bytes are: JavaScript heap, external buffers, or native).
+  const host = new URL("../gc_host.ts", import.meta.url).pathname;
+  const raw = o.target === "raw";
+  const rawServer = new URL("./raw_server.ts", import.meta.url).pathname;
+  const relay = spawnServer("relay", {
+    // The host scripts run what the relay runs, with more (a GC hook, a raw stand-in): all flags.
+    flags: "all",
+    denoArgs: ["--v8-flags=--expose-gc"],
+    cli: raw ? rawServer : host,
+    args: raw ? [String(port), `${dir}/cert.pem`, `${dir}/key.pem`, String(o.size)] : ["relay"],
+    stdin: raw,
     env: {
       RELAY_ADDR: `127.0.0.1:${port}`,
       CERT_FILE: `${dir}/cert.pem`,
       KEY_FILE: `${dir}/key.pem`,
       ...(auth ? { SLUICE_AUTH_KEYS: auth.keysFile } : {}),
+      ...(o.profile || o.heap ? { RELAY_PPROF: "1" } : {}),
       ...o.relayEnv,
     },
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  const relayLog: string[] = [];
-  const logDone = (async () => {
-    for await (const c of child.stderr.pipeThrough(new TextDecoderStream())) {
-      relayLog.push(...c.split("\n").filter((l) => l !== ""));
-    }
-  })();
+  });
+  const child = relay.child;
+  const relayLog = relay.lines;
   const workers: Worker[] = [];
   let publisher: MoqSession | undefined;
   let pubTimer: ReturnType<typeof setInterval> | undefined;
   try {
-    for (let i = 0; !relayLog.some((l) => l.includes("relay: listening")); i++) {
-      if (i > 600) throw new Error(`Relay did not start:\n${relayLog.join("\n")}`);
-      await sleep(50);
-      if (signal?.aborted) throw new LoadgenAborted();
-    }
+    const listening = raw ? "raw: listening" : "relay: listening";
+    const aborted = new Promise<never>((_, reject) => {
+      const stop = () => reject(new LoadgenAborted());
+      if (signal?.aborted) stop();
+      signal?.addEventListener("abort", stop, { once: true });
+    });
+    aborted.catch(() => {});
+    await Promise.race([relay.waitForLine(listening, 30_000), aborted]);
     const tick = async (ms: number) => {
       await sleep(ms);
       if (signal?.aborted) throw new LoadgenAborted();
     };
-    const pid = relayPid(child.pid);
+    const pid = relay.serverPid();
     const q = (jwt: string | undefined) => (jwt ? `?jwt=${jwt}` : "");
     const producer = new TrackProducer({ cache: 8 });
-    publisher = await connect(
+    const rawFeed = raw ? child.stdin.getWriter() : undefined;
+    const encoder = new TextEncoder();
+    publisher = raw ? undefined : await connect(
       await connectQuicSession(new URL(`moqt://localhost:${port}/${q(auth?.publisher)}`), {
         alpn: VERSIONS,
         serverCertificateHashes: [{ algorithm: "sha-256", value: cert.sha256 }],
       }),
       {
-        serve: (r) => (r.path === path && r.track === track ? producer : "not-found"),
+        serve: (r) => (r.path === path && r.track === track ? producer : "not_found"),
         log: () => {},
       },
     );
-    publisher.announce(path);
+    publisher?.announce(path);
     let seq = 0;
     const payload = new Uint8Array(o.size);
     crypto.getRandomValues(payload.subarray(8));
     const publish = () => {
       seq++;
+      if (rawFeed) {
+        rawFeed.write(encoder.encode(`${seq}\n`)).catch(() => {});
+        return;
+      }
       const p = payload.slice();
       new DataView(p.buffer).setFloat64(0, wallNow());
       producer.writeGroup(seq, p);
@@ -139,9 +212,13 @@ export async function loadgen(
     }, Math.max(1, Math.min(50, 1000 / o.rate / 2)));
     await tick(500);
     const rssBase = rssMib(pid);
+    // The JS heap before any session, so that the heap per session is the sessions' own.
+    const memoryBase = await memoryAfterGc(pid, relayLog);
 
     const latest = new Map<number, WorkerReport>();
     const latency = new LatencyHistogram();
+    const setupLatency = new LatencyHistogram();
+    let setupsSinceTick = 0;
     let stoppedCount = 0;
     let measuring = false;
     const allStopped = Promise.withResolvers<void>();
@@ -153,6 +230,8 @@ export async function loadgen(
         const m = e.data;
         if (m.type === "report") {
           latest.set(w, m);
+          setupLatency.merge(m.setupLatency);
+          setupsSinceTick += m.setups;
           if (measuring) latency.merge(m.latency);
         } else if (++stoppedCount === o.workers) allStopped.resolve();
       };
@@ -164,6 +243,9 @@ export async function loadgen(
         certPem: cert.certPem,
         sessions: share,
         concurrency: o.concurrency,
+        rampPerSecond: o.ramp / o.workers,
+        raw,
+        udpReceiveBuffer: !o.clientHostBuffer,
         path,
         track,
         transport: o.transport,
@@ -178,6 +260,10 @@ export async function loadgen(
       return n;
     };
     const firstError = () => [...latest.values()].find((r) => r.error)?.error;
+    // UDP datagrams dropped for a full receive buffer so far, at the relay and at the load generator.
+    const clientPorts = () => [...latest.values()].flatMap((r) => r.ports);
+    const drops = () =>
+      ` | UDP drops relay ${udpSocketDrops([port])} loadgen ${udpSocketDrops(clientPorts())}`;
     const line = (phase: string) =>
       `${phase} | sessions held ${sum("held")}/${o.subscribers} (connecting ${
         sum("connecting")
@@ -185,12 +271,34 @@ export async function loadgen(
         rssMib(pid).toFixed(0)
       } MiB`;
 
+    const http = Deno.createHttpClient({ caCerts: [cert.certPem] });
+    const profiled: Promise<string>[] = [];
+    const profile = () => {
+      if (o.profile && !raw) profiled.push(captureProfile(port, http, o.profileSeconds, o.profile));
+    };
     // Ramp up until every session is held or failed, or no progress for rampTimeout.
+    const self = Deno.pid;
+    const rampCpu0 = cpuTicks(pid);
+    const ownCpu0 = cpuTicks(self);
+    const rampT0 = performance.now();
+    const perSecond: number[] = [];
+    if (o.profilePhase === "ramp") profile();
     let lastSettled = -1;
     let stall = 0;
+    let lastCpu = [rampCpu0, ownCpu0];
     while (sum("held") + sum("failed") < o.subscribers) {
       await tick(1000);
-      progress(line("ramp"));
+      perSecond.push(setupsSinceTick);
+      setupsSinceTick = 0;
+      // Which side is the limit: each process's CPU over the last second.
+      const cpuNow = [cpuTicks(pid), cpuTicks(self)];
+      const [relayPct, ownPct] = cpuNow.map((t, i) => t - lastCpu[i]!);
+      lastCpu = cpuNow;
+      progress(
+        `${line("ramp")} | set up ${
+          perSecond.at(-1)
+        }/s | CPU relay ${relayPct}% loadgen ${ownPct}%`,
+      );
       // No session set up (or given up) for rampTimeout seconds: measure what is held.
       const settled = sum("held") + sum("failed");
       if (settled === lastSettled) stall++;
@@ -198,18 +306,26 @@ export async function loadgen(
       lastSettled = settled;
       if (stall >= o.rampTimeout) break;
     }
+    // The last second's setups (the loop may end before a report came in).
+    if (setupsSinceTick > 0) perSecond.push(setupsSinceTick);
+    const rampSeconds = (performance.now() - rampT0) / 1000;
+    const rampCpu = cpuTicks(pid) - rampCpu0;
+    const rampOwnCpu = cpuTicks(self) - ownCpu0;
+    const setUp = perSecond.reduce((a, b) => a + b, 0);
     for (let i = 0; i < o.settle; i++) {
       await tick(1000);
       progress(line("settle"));
     }
-    const http = Deno.createHttpClient({ caCerts: [cert.certPem] });
-    const before = await scrape(port, http);
+    const noScrape = { buckets: new Map<number, number>(), skips: 0 };
+    const before = raw ? noScrape : await scrape(port, http);
+    if (o.profilePhase === "measure") profile();
     const from = seq + 1;
     for (const w of workers) {
       w.postMessage({ type: "window", from, to: undefined } satisfies ToWorker);
     }
     measuring = true;
     const cpu0 = cpuTicks(pid);
+    const own0 = cpuTicks(self);
     const t0 = performance.now();
     for (let i = 0; i < o.duration; i++) {
       await tick(1000);
@@ -218,15 +334,23 @@ export async function loadgen(
           latency.quantile(0.99).toFixed(1)
         } ms`
         : "";
-      progress(line(`measure ${i + 1}/${o.duration}s`) + p);
+      progress(line(`measure ${i + 1}/${o.duration}s`) + p + drops());
     }
     const to = seq;
     const cpu1 = cpuTicks(pid);
+    const own1 = cpuTicks(self);
     const elapsed = (performance.now() - t0) / 1000;
     for (const w of workers) w.postMessage({ type: "window", from, to } satisfies ToWorker);
     await tick(2000); // in-flight groups of the window arrive; two more reports come in
     measuring = false;
-    const after = await scrape(port, http);
+    const after = raw ? noScrape : await scrape(port, http);
+    const memory = await memoryAfterGc(pid, relayLog);
+    if (o.heap && !raw) {
+      const res = await fetch(`https://localhost:${port}/debug/pprof/heap`, { client: http });
+      await Deno.writeFile(o.heap, new Uint8Array(await res.arrayBuffer()));
+      progress(`relay heap snapshot written to ${o.heap}`);
+    }
+    for (const note of await Promise.all(profiled)) progress(note);
     http.close();
     const relayP50 = bucketQuantile(before, after, 0.5);
     const relayP99 = bucketQuantile(before, after, 0.99);
@@ -235,6 +359,11 @@ export async function loadgen(
     const windowSessions = sum("windowSessions");
     const expected = windowSessions * (to - from + 1);
     const received = sum("windowReceived");
+    const us = (ticks: number, per: number) =>
+      per > 0 ? Math.round((ticks / CLOCK_TICKS_PER_SECOND) * 1e6 / per * 10) / 10 : NaN;
+    const pct = (ticks: number, seconds: number) =>
+      Math.round(((ticks / CLOCK_TICKS_PER_SECOND) / seconds) * 1000) / 10;
+    const published = to - from + 1;
     const result: LoadgenResult = {
       subscribers: o.subscribers,
       held,
@@ -245,6 +374,11 @@ export async function loadgen(
       groups_published: to - from + 1,
       relay_rss_base_mib: Math.round(rssBase * 10) / 10,
       relay_rss_mib: Math.round(rss * 10) / 10,
+      relay_memory_after_gc_mib: memory,
+      relay_memory_base_after_gc_mib: memoryBase,
+      heap_per_session_kib: memory && memoryBase && held > 0
+        ? Math.round(((memory.heap_used - memoryBase.heap_used) * 1024) / held * 10) / 10
+        : NaN,
       rss_per_session_kib: held > 0 ? Math.round(((rss - rssBase) * 1024) / held * 10) / 10 : NaN,
       relay_cpu_percent: Math.round(((cpu1 - cpu0) / CLOCK_TICKS_PER_SECOND / elapsed) * 1000) / 10,
       latency_ms: {
@@ -257,6 +391,30 @@ export async function loadgen(
       loss_percent: expected > 0 ? Math.round((1 - received / expected) * 10000) / 100 : NaN,
       relay_delivery_ms: { p50: relayP50.v, p99: relayP99.v, count: relayP50.count },
       relay_skips: after.skips - before.skips,
+      udp_drops: { relay: udpSocketDrops([port]), loadgen: udpSocketDrops(clientPorts()) },
+      admission: {
+        target_per_s: o.ramp,
+        seconds: Math.round(rampSeconds * 10) / 10,
+        per_s: Math.round(setUp / rampSeconds),
+        per_second: perSecond,
+        setup_ms: {
+          p50: setupLatency.quantile(0.5),
+          p99: setupLatency.quantile(0.99),
+          max: setupLatency.quantile(1),
+        },
+        failures: failuresByReason(latest.values()),
+      },
+      cpu: {
+        relay_us_per_connection: us(rampCpu, setUp),
+        relay_us_per_published: us(cpu1 - cpu0, published),
+        relay_us_per_delivered: us(cpu1 - cpu0, received),
+        client_us_per_connection: us(rampOwnCpu, setUp),
+        client_us_per_delivered: us(own1 - own0, received),
+      },
+      loadgen_cpu_percent: {
+        ramp: pct(rampOwnCpu, rampSeconds),
+        measure: pct(own1 - own0, elapsed),
+      },
       ...(firstError() ? { first_error: firstError()! } : {}),
       relay_warnings: relayLog.filter((l) => /fail|error|refus/i.test(l)).slice(0, 5),
     };
@@ -272,15 +430,37 @@ export async function loadgen(
     if (pubTimer !== undefined) clearInterval(pubTimer);
     publisher?.close(0, "done");
     for (const w of workers) w.terminate();
-    try {
-      child.kill("SIGTERM");
-    } catch {
-      // already gone
-    }
-    await child.status;
-    await logDone;
+    await relay.stop();
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+/** Asks the relay (run by gc_host.ts) for its memory after a GC; undefined when no answer came. */
+async function memoryAfterGc(
+  pid: number,
+  log: string[],
+): Promise<LoadgenResult["relay_memory_after_gc_mib"]> {
+  const seen = log.length;
+  Deno.kill(pid, "SIGUSR2");
+  for (let i = 0; i < 100; i++) {
+    const line = log.slice(seen).find((l) => l.startsWith("gc-host: "));
+    if (line) {
+      const m = JSON.parse(line.slice("gc-host: ".length));
+      const mib = (b: number) => Math.round(b / 1024 / 1024 * 10) / 10;
+      return { rss: mib(m.rss), heap_used: mib(m.heapUsed), external: mib(m.external) };
+    }
+    await sleep(100);
+  }
+  return undefined;
+}
+
+/** The workers' failure counts, added up by reason. */
+function failuresByReason(reports: Iterable<WorkerReport>): Record<string, number> {
+  const all: Record<string, number> = {};
+  for (const r of reports) {
+    for (const [reason, n] of Object.entries(r.failures)) all[reason] = (all[reason] ?? 0) + n;
+  }
+  return all;
 }
 
 /** Formats a result for people. */
@@ -289,9 +469,24 @@ export function formatResult(r: LoadgenResult): string {
     `subscribers requested ${r.subscribers}, sessions held ${r.held}, failed ${r.failed}`,
     `load: ${r.rate} groups/s of ${r.size} B for ${r.duration_s} s (${r.groups_published} groups)`,
     `relay RSS ${r.relay_rss_mib} MiB (before sessions ${r.relay_rss_base_mib} MiB) → ${r.rss_per_session_kib} KiB per session`,
+    ...(r.relay_memory_after_gc_mib
+      ? [
+        `relay after GC: RSS ${r.relay_memory_after_gc_mib.rss} MiB, JS heap ${r.relay_memory_after_gc_mib.heap_used} MiB, external ${r.relay_memory_after_gc_mib.external} MiB`,
+        `relay JS heap after GC before sessions ${r.relay_memory_base_after_gc_mib?.heap_used} MiB → ${r.heap_per_session_kib} KiB per session held`,
+      ]
+      : []),
     `relay CPU ${r.relay_cpu_percent}% of one core`,
     `delivery latency p50 ${r.latency_ms.p50} ms, p90 ${r.latency_ms.p90} ms, p99 ${r.latency_ms.p99} ms, max ${r.latency_ms.max} ms (${r.latency_ms.samples} samples)`,
     `loss ${r.loss_percent}%`,
+    `admission: ${r.admission.per_s} sessions/s over ${r.admission.seconds} s (target ${
+      r.admission.target_per_s || "unpaced"
+    }); per second ${
+      r.admission.per_second.join(" ")
+    }; set-up p50 ${r.admission.setup_ms.p50} ms, p99 ${r.admission.setup_ms.p99} ms, max ${r.admission.setup_ms.max} ms`,
+    ...Object.entries(r.admission.failures).map(([why, n]) => `  failed ${n}: ${why}`),
+    `CPU (moq-bench terms): relay ${r.cpu.relay_us_per_connection} µs per connection, ${r.cpu.relay_us_per_published} µs per published message, ${r.cpu.relay_us_per_delivered} µs per delivered copy; subscribers' client ${r.cpu.client_us_per_connection} µs per connection, ${r.cpu.client_us_per_delivered} µs per delivered copy`,
+    `UDP datagrams dropped for a full receive buffer: relay ${r.udp_drops.relay}, load generator ${r.udp_drops.loadgen}`,
+    `load generator CPU ${r.loadgen_cpu_percent.ramp}% of one core while ramping, ${r.loadgen_cpu_percent.measure}% while measuring`,
     `relay side: hand-off to subscriber sessions p50 ≤ ${r.relay_delivery_ms.p50} ms, p99 ≤ ${r.relay_delivery_ms.p99} ms (${r.relay_delivery_ms.count} deliveries), subscriber skips ${r.relay_skips}`,
     ...(r.first_error ? [`first error: ${r.first_error}`] : []),
     ...r.relay_warnings.map((l) => `relay log: ${l}`),

@@ -3,15 +3,25 @@
 // reports delivery latency and counts to the main thread.
 import { errorText } from "../../../src/error_text/mod.ts";
 import { connect, type MoqSession, VERSIONS } from "../../../src/moq/mod.ts";
-import { quicSession } from "../../../src/transport/mod.ts";
+import { quicSession, raiseUdpReceiveBuffer } from "../../../src/transport/mod.ts";
 import type { Session } from "../../../src/transport/mod.ts";
 import { connectWebTransport } from "../../../src/transport/mod.ts";
 import { connectQMux } from "../../../src/transport/mod.ts";
 import { LatencyHistogram } from "./latency.ts";
-import { sentAt, type ToWorker, wallNow, type WorkerStart } from "./protocol.ts";
+import { RAW_ALPN } from "./raw_server.ts";
+import {
+  failureReason,
+  MAX_FAILURE_REASONS,
+  sentAt,
+  type ToWorker,
+  wallNow,
+  type WorkerStart,
+} from "./protocol.ts";
 
 interface Sub {
   moq: MoqSession | undefined;
+  /** The raw baseline's connection. */
+  conn?: Deno.QuicConn;
   held: boolean;
   joinedBeforeWindow: boolean;
   windowReceived: number;
@@ -22,6 +32,9 @@ let connecting = 0;
 let failed = 0;
 let groups = 0;
 let latency = new LatencyHistogram();
+let setups = 0;
+let setupLatency = new LatencyHistogram();
+const failures: Record<string, number> = {};
 let windowFrom: number | undefined;
 let windowTo: number | undefined;
 let windowStarted = false;
@@ -46,13 +59,21 @@ async function dial(cfg: WorkerStart): Promise<Session> {
       maxConcurrentUnidirectionalStreams: 100,
     });
   }
-  endpoint ??= new Deno.QuicEndpoint({ hostname: "127.0.0.1", port: 0 });
+  return quicSession(await dialQuic(cfg, url, ["moq-lite-05"]), { url });
+}
+
+async function dialQuic(cfg: WorkerStart, url: URL, alpn: string[]): Promise<Deno.QuicConn> {
+  if (endpoint === undefined) {
+    endpoint = new Deno.QuicEndpoint({ hostname: "127.0.0.1", port: 0 });
+    // The subscribers' side of a burst: thousands of group streams arrive at this one socket.
+    if (cfg.udpReceiveBuffer) raiseUdpReceiveBuffer(endpoint.addr.port);
+  }
   const opts: Deno.ConnectQuicOptions<false> & {
     serverCertificateHashes?: { algorithm: string; value: Uint8Array }[];
   } = {
     hostname: url.hostname,
     port: Number(url.port),
-    alpnProtocols: ["moq-lite-05"],
+    alpnProtocols: alpn,
     serverName: "localhost",
     endpoint,
     // As browsers grant (Chromium: 100); a subscriber that falls behind then
@@ -62,12 +83,75 @@ async function dial(cfg: WorkerStart): Promise<Session> {
     keepAliveInterval: 10_000,
     serverCertificateHashes: [{ algorithm: "sha-256", value: cfg.certSha256 }],
   };
-  const conn = await Deno.connectQuic(opts);
-  return quicSession(conn, { url });
+  return await Deno.connectQuic(opts);
 }
 
-async function runSub(cfg: WorkerStart, sub: Sub): Promise<void> {
+// One group of the raw baseline: a uni stream of bytes (send time, sequence, filler).
+async function readRawGroup(stream: ReadableStream<Uint8Array>, sub: Sub): Promise<void> {
+  const head = new Uint8Array(16);
+  let have = 0;
+  for await (const chunk of stream) {
+    if (have < 16) {
+      const n = Math.min(16 - have, chunk.byteLength);
+      head.set(chunk.subarray(0, n), have);
+      have += n;
+    }
+  }
+  const now = wallNow();
+  if (have < 16) return;
+  groups++;
+  const view = new DataView(head.buffer);
+  const seq = view.getFloat64(8);
+  if (
+    windowFrom !== undefined && seq >= windowFrom && (windowTo === undefined || seq <= windowTo)
+  ) {
+    sub.windowReceived++;
+    latency.record(now - view.getFloat64(0));
+  }
+}
+
+// Holds one raw-baseline connection: held once the handshake is done.
+async function runRaw(cfg: WorkerStart, sub: Sub, settled: () => void): Promise<void> {
   connecting++;
+  const dialedAt = performance.now();
+  try {
+    const conn = await dialQuic(cfg, new URL(cfg.url), [RAW_ALPN]);
+    sub.conn = conn;
+    connecting--;
+    sub.held = true;
+    setups++;
+    setupLatency.record(performance.now() - dialedAt);
+    settled();
+    sub.joinedBeforeWindow = !windowStarted;
+    for await (const stream of conn.incomingUnidirectionalStreams) {
+      readRawGroup(stream, sub).catch(() => {});
+    }
+    sub.held = false;
+    if (!stopping) fail("a held connection ended");
+  } catch (e) {
+    if (!sub.held) connecting--;
+    const wasHeld = sub.held;
+    sub.held = false;
+    if (!stopping || !wasHeld) fail(errorText(e));
+    if (!wasHeld) settled();
+  }
+}
+
+// Counts one failure under its reason; past MAX_FAILURE_REASONS distinct ones, under "other".
+function fail(text: string): void {
+  failed++;
+  firstError ??= text;
+  let reason = failureReason(text);
+  if (!(reason in failures) && Object.keys(failures).length >= MAX_FAILURE_REASONS) {
+    reason = "other";
+  }
+  failures[reason] = (failures[reason] ?? 0) + 1;
+}
+
+// Holds one session until it ends; `settled` is called once it is subscribed or has failed.
+async function runSub(cfg: WorkerStart, sub: Sub, settled: () => void): Promise<void> {
+  connecting++;
+  const dialedAt = performance.now();
   try {
     const moq = await connect(await dial(cfg), { log: () => {} });
     sub.moq = moq;
@@ -75,6 +159,9 @@ async function runSub(cfg: WorkerStart, sub: Sub): Promise<void> {
     await s.ready;
     connecting--;
     sub.held = true;
+    setups++;
+    setupLatency.record(performance.now() - dialedAt);
+    settled();
     sub.joinedBeforeWindow = !windowStarted;
     for await (const g of s) {
       const now = wallNow();
@@ -89,42 +176,48 @@ async function runSub(cfg: WorkerStart, sub: Sub): Promise<void> {
       }
     }
     sub.held = false;
-    if (!stopping) {
-      failed++;
-      firstError ??= "a held subscription ended (session closed or track ended)";
-    }
+    if (!stopping) fail("a held subscription ended (session closed or track ended)");
   } catch (e) {
     if (!sub.held) connecting--;
+    const wasHeld = sub.held;
     sub.held = false;
-    failed++;
-    firstError ??= errorText(e);
+    if (!stopping || !wasHeld) fail(errorText(e));
+    if (!wasHeld) settled();
   }
 }
 
 async function start(cfg: WorkerStart): Promise<void> {
-  let next = 0;
-  const lanes = Array.from({ length: Math.max(1, cfg.concurrency) }, async () => {
-    while (next < cfg.sessions && !stopping) {
-      const sub: Sub = {
-        moq: undefined,
-        held: false,
-        joinedBeforeWindow: false,
-        windowReceived: 0,
-      };
-      subs.push(sub);
-      next++;
-      // Wait for this session to be set up before dialing the next one on this lane.
-      const running = runSub(cfg, sub);
-      while (!sub.held && !stopping) {
-        const settled = await Promise.race([
-          running.then(() => true),
-          new Promise((r) => setTimeout(() => r(false), 20)),
-        ]);
-        if (settled) break;
-      }
+  let started = 0;
+  let inFlight = 0;
+  let wake = Promise.withResolvers<void>();
+  const launch = () => {
+    const sub: Sub = { moq: undefined, held: false, joinedBeforeWindow: false, windowReceived: 0 };
+    subs.push(sub);
+    started++;
+    inFlight++;
+    // A dial is in flight until its session is subscribed or has failed.
+    void (cfg.raw ? runRaw : runSub)(cfg, sub, () => {
+      inFlight--;
+      const w = wake;
+      wake = Promise.withResolvers<void>();
+      w.resolve();
+    });
+  };
+  const t0 = performance.now();
+  while (started < cfg.sessions && !stopping) {
+    if (inFlight >= Math.max(1, cfg.concurrency)) {
+      await wake.promise;
+      continue;
     }
-  });
-  await Promise.all(lanes);
+    if (cfg.rampPerSecond > 0) {
+      // Paced: dial number k starts k / rate seconds after the first (late ones catch up).
+      const due = t0 + (started / cfg.rampPerSecond) * 1000;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, Math.max(1, wait)));
+      if (stopping) break;
+    }
+    launch();
+  }
 }
 
 const timer = setInterval(() => {
@@ -140,6 +233,8 @@ const timer = setInterval(() => {
   }
   const counts = latency.counts;
   latency = new LatencyHistogram();
+  const setupCounts = setupLatency.counts;
+  setupLatency = new LatencyHistogram();
   self.postMessage({
     type: "report",
     held,
@@ -149,9 +244,14 @@ const timer = setInterval(() => {
     latency: counts,
     windowReceived,
     windowSessions,
+    setups,
+    setupLatency: setupCounts,
+    ports: endpoint ? [endpoint.addr.port] : [],
+    failures: { ...failures },
     ...(firstError ? { error: firstError } : {}),
-  }, [counts.buffer]);
+  }, [counts.buffer, setupCounts.buffer]);
   groups = 0;
+  setups = 0;
 }, 1000);
 
 self.onmessage = (e: MessageEvent<ToWorker>) => {
@@ -165,8 +265,15 @@ self.onmessage = (e: MessageEvent<ToWorker>) => {
   } else if (m.type === "stop") {
     stopping = true;
     clearInterval(timer);
-    for (const s of subs) s.moq?.close(0, "loadgen done");
-    Promise.all(subs.map((s) => s.moq?.closed)).finally(() => {
+    for (const s of subs) {
+      s.moq?.close(0, "loadgen done");
+      try {
+        s.conn?.close({ closeCode: 0, reason: "loadgen done" });
+      } catch {
+        // already closed
+      }
+    }
+    Promise.all(subs.map((s) => s.moq?.closed ?? s.conn?.closed.catch(() => {}))).finally(() => {
       try {
         endpoint?.close();
       } catch {

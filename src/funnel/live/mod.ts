@@ -39,8 +39,11 @@ export {
   type EntryFetch,
   LivePublisher,
   type LivePublisherOptions,
+  RECORD_LAG_MS,
   RECORD_TIMESCALE,
+  type TrackLookup,
 } from "./publisher.ts";
+export { MAX_LIVE_TRACKS, SESSION_PIN_SHARE, SUBSCRIBER_PIN_MS } from "./live_tracks.ts";
 export {
   type RedialTimers,
   RELAY_REDIAL_MS,
@@ -55,4 +58,11 @@ export {
   type WorkerListenerOptions,
 } from "./listener/mod.ts";
 export { type LiveListener } from "./listener/mod.ts";
-export { RecordFetcher } from "./record_fetcher.ts";
+export { RecordFetcher, type RecordFetcherOptions } from "./record_fetcher.ts";
+export {
+  MAX_MISSING_TRACKS,
+  MAX_PENDING_LOOKUPS,
+  MISSING_TRACK_MS,
+  TrackLookups,
+  type TrackLookupsOptions,
+} from "./track_lookups.ts";

@@ -1,22 +1,48 @@
-import { broadcastName, entryFrame, type LedgerEntry, type TrackPath } from "../../ledger/mod.ts";
+import { type CommitReader, entryFrame, type LedgerEntry } from "../../ledger/mod.ts";
+import { broadcastName, type TrackPath } from "../../path/mod.ts";
 import {
-  type Announcement,
   Announcer,
+  type OpenTracks,
   type ServeDecision,
   type ServeRequest,
   TrackProducer,
 } from "../../moq/mod.ts";
-import { normalizePath } from "../../path/mod.ts";
 import { parseGroupId } from "../../record/mod.ts";
-import type { RecordSink } from "../sink.ts";
+import { LiveTracks, MAX_LIVE_TRACKS, subscribedTrackPath } from "./live_tracks.ts";
 
 /** Options for {@linkcode LivePublisher}. */
 export interface LivePublisherOptions {
   /**
-   * Recent groups each track keeps (default 32): how far a subscriber may
-   * fall behind in a burst before it is skipped to the latest record.
+   * Recent groups each track keeps in memory (default 32). With flow control
+   * (`lagMs`), a subscriber that falls further behind reads the records it
+   * missed back through `fetchEntry`; it is not skipped for it.
    */
   readonly cache?: number;
+  /**
+   * Payload bytes each track keeps in memory at most (default
+   * {@linkcode DEFAULT_TRACK_CACHE_BYTES}); the newest record is kept even
+   * when larger. Records past it are read back from the ledger, as those
+   * past `cache`.
+   */
+  readonly cacheBytes?: number;
+  /**
+   * How long a committed record may wait for a subscriber, ms (default
+   * {@linkcode RECORD_LAG_MS}): a subscriber whose next record waited longer
+   * is slower than the track and skips ahead to the newest (counted in
+   * {@linkcode LivePublisher.skips}). 0 turns flow control off: a subscriber
+   * more than its session's queue bound behind skips ahead instead.
+   */
+  readonly lagMs?: number;
+  /**
+   * The max latency each track advertises, ms (default: `lagMs`, or the
+   * producer's 5 s when flow control is off). It is also how long a session
+   * keeps sending a group before it gives up on it, so the relay session
+   * keeps 5 s: a link gone silent ends its sends, and the relay fetches what
+   * did not arrive.
+   */
+  readonly maxLatencyMs?: number;
+  /** Told each time a subscriber skips ahead (see {@linkcode LivePublisher.skips}). */
+  readonly onSkip?: () => void;
   /** Told of a contained publishing failure. */
   readonly onError?: (error: unknown) => void;
   /**
@@ -25,7 +51,35 @@ export interface LivePublisherOptions {
    * is refused as not found.
    */
   readonly fetchEntry?: EntryFetch;
+  /**
+   * Tracks kept open at most (default {@linkcode MAX_LIVE_TRACKS}): past it
+   * the least recently used one without subscribers is closed. A commit opens
+   * it again; so does a subscription, through `lookupTrack`, and the track is
+   * then kept from closing until the subscriber's cursor attaches (at most
+   * `maxTracks` tracks at once so; past that such a subscription is refused as
+   * not found, counted in {@linkcode LivePublisher.refusedReopens}). As many
+   * broadcasts with every track closed stay announced; past that, the one
+   * closed longest ago is withdrawn.
+   */
+  readonly maxTracks?: number;
+  /**
+   * Whether a track that is not open exists (the funnel asks its ledger),
+   * and its newest entry: a subscription to a closed track opens it again.
+   * Without it such a subscription is refused as not found.
+   */
+  readonly lookupTrack?: TrackLookup;
+  /**
+   * Clock (ms) of the pin that keeps a track opened again for a subscriber
+   * open until its cursor attaches (default `Date.now`; the pin lasts
+   * `SUBSCRIBER_PIN_MS` at most).
+   */
+  readonly now?: () => number;
 }
+
+/** A track that exists, with its newest entry (if it has one); undefined when there is no such track. */
+export type TrackLookup = (
+  path: TrackPath,
+) => Promise<{ readonly newest: LedgerEntry | undefined } | undefined>;
 
 /** Reads entry `seq` of a track; undefined when there is none. */
 export type EntryFetch = (
@@ -33,11 +87,6 @@ export type EntryFetch = (
   seq: number,
   signal: AbortSignal,
 ) => Promise<LedgerEntry | undefined>;
-
-interface LiveBroadcast {
-  readonly tracks: Map<string, TrackProducer>;
-  readonly announcement: Announcement;
-}
 
 const encoder = new TextEncoder();
 
@@ -47,8 +96,21 @@ const encoder = new TextEncoder();
  */
 export const RECORD_TIMESCALE = 1_000_000_000;
 
-/** Groups kept per track for subscribers that fall behind in a burst. */
+/** Groups kept in memory per track; older ones are read back from the ledger. */
 export const DEFAULT_TRACK_CACHE = 32;
+
+/**
+ * Payload bytes kept in memory per track: a few large records (a stream
+ * append may be 16 MiB) pin no more than this, whatever `cache` says.
+ */
+export const DEFAULT_TRACK_CACHE_BYTES = 32 * 1024 * 1024;
+
+/**
+ * How long a committed record waits for a subscriber before that subscriber
+ * counts as slower than the track and skips ahead: long enough that any
+ * burst a subscriber can take at all is delivered whole.
+ */
+export const RECORD_LAG_MS = 30_000;
 
 /**
  * Turns the ledger's commits into MoQ tracks: one broadcast per track's
@@ -56,7 +118,16 @@ export const DEFAULT_TRACK_CACHE = 32;
  * {@linkcode TrackProducer} per track, one group per committed entry whose
  * single frame is the stored record and whose sequence is the ledger
  * sequence + 1. Writing never waits for a subscriber: each session reads
- * through its own bounded cursor and a slow one skips ahead.
+ * through its own cursor. Delivery is flow controlled (unless `lagMs` is 0,
+ * where a session's queue bound applies): the track keeps its
+ * recent groups in memory, and a cursor that falls behind them reads the
+ * records it missed back from the ledger (`fetchEntry`), in order, at its
+ * own pace, so no burst makes a subscriber lose a record. Only a subscriber
+ * whose next record has waited more than `lagMs` is slower than the track:
+ * it skips ahead to the newest record, and the skip is counted
+ * ({@linkcode skips}). Such record tracks advertise `lagMs` as their max
+ * latency (unless `maxLatencyMs` says otherwise) and ask for in-order
+ * delivery, which a relay flow controls in turn.
  *
  * Sessions (the own listener's and the relay session) share
  * {@linkcode announcer} and answer requests with {@linkcode serve}.
@@ -64,26 +135,43 @@ export const DEFAULT_TRACK_CACHE = 32;
  * @example
  * ```ts
  * const live = new LivePublisher();
- * const ledger = new Ledger(backend, { onCommit: (t, e) => live.committed(t.path, e) });
+ * ledger.commits.subscribe(live);
  * const moq = await accept(session, { announcer: live.announcer, serve: live.serve });
  * ```
  */
-export class LivePublisher implements RecordSink {
+export class LivePublisher implements CommitReader {
   /** Every broadcast that has at least one created track. */
   readonly announcer: Announcer = new Announcer();
-  readonly #broadcasts = new Map<string, LiveBroadcast>();
-  readonly #byPath = new WeakMap<TrackPath, TrackProducer>();
+  readonly #tracks: LiveTracks;
+  readonly #lookupTrack: TrackLookup | undefined;
   readonly #cache: number;
+  readonly #cacheBytes: number;
   readonly #onError: ((error: unknown) => void) | undefined;
   readonly #fetchEntry: EntryFetch | undefined;
+  readonly #lagMs: number;
+  readonly #maxLatencyMs: number | undefined;
+  readonly #onSkip: (() => void) | undefined;
   #failures = 0;
+  #skips = 0;
+  #skippedRecords = 0;
+  #refusedReopens = 0;
   #closed = false;
 
   /** Makes a publisher with no tracks. */
   constructor(options: LivePublisherOptions = {}) {
     this.#cache = options.cache ?? DEFAULT_TRACK_CACHE;
+    this.#cacheBytes = options.cacheBytes ?? DEFAULT_TRACK_CACHE_BYTES;
     this.#onError = options.onError;
     this.#fetchEntry = options.fetchEntry;
+    this.#lagMs = options.lagMs ?? RECORD_LAG_MS;
+    this.#maxLatencyMs = options.maxLatencyMs ?? (this.#lagMs > 0 ? this.#lagMs : undefined);
+    this.#onSkip = options.onSkip;
+    this.#tracks = new LiveTracks(
+      this.announcer,
+      options.maxTracks ?? MAX_LIVE_TRACKS,
+      options.now ?? Date.now,
+    );
+    this.#lookupTrack = options.lookupTrack;
   }
 
   /** A track exists; publishes `newest` as its latest group when there is one. */
@@ -91,6 +179,22 @@ export class LivePublisher implements RecordSink {
     this.#contain(() => {
       const track = this.#ensure(path);
       if (track && newest) write(track, newest);
+    });
+  }
+
+  /**
+   * Tracks stored before this process started: their broadcasts are
+   * announced, the tracks opened only when a subscriber names one
+   * (through `lookupTrack`, which reads its newest entry).
+   */
+  tracksStored(paths: readonly TrackPath[]): void {
+    this.announceStored(paths.map(broadcastName));
+  }
+
+  /** Announces broadcasts of stored tracks (see {@linkcode tracksStored}). */
+  announceStored(broadcasts: Iterable<string>): void {
+    this.#contain(() => {
+      if (!this.#closed) this.#tracks.announceStored(broadcasts);
     });
   }
 
@@ -103,9 +207,45 @@ export class LivePublisher implements RecordSink {
     });
   }
 
+  /**
+   * The open tracks, each told as it opens and closes: a session to an IETF
+   * relay pushes them (PUBLISH) besides announcing their broadcasts.
+   */
+  readonly tracks: OpenTracks = {
+    watch: (listener) => this.#tracks.watch(listener),
+  };
+
   /** Recent groups each track keeps. */
   get cacheSize(): number {
     return this.#cache;
+  }
+
+  /** Times a subscriber was slower than its track and skipped ahead to the newest record. */
+  get skips(): number {
+    return this.#skips;
+  }
+
+  /** Records subscribers did not receive because they skipped ahead. */
+  get skippedRecords(): number {
+    return this.#skippedRecords;
+  }
+
+  /** Tracks open now (at most `maxTracks`, past tracks with subscribers). */
+  get openTracks(): number {
+    return this.#tracks.size;
+  }
+
+  /** Idle tracks closed so far to keep within `maxTracks`. */
+  get closedTracks(): number {
+    return this.#tracks.closedCount;
+  }
+
+  /**
+   * Subscriptions to a closed track refused because `maxTracks` tracks were
+   * kept open already for subscribers whose cursors had not attached.
+   */
+  get refusedReopens(): number {
+    return this.#refusedReopens;
   }
 
   /** Publishing failures that were contained (never thrown into the commit path). */
@@ -124,68 +264,118 @@ export class LivePublisher implements RecordSink {
   }
 
   /**
-   * Answers a subscriber's request: the track's producer, or "not-found"
-   * for a track that was never created (by PUT, POST or restore).
+   * Answers a subscriber's request: the track's producer, or "not_found"
+   * for a track that was never created (by PUT, POST or restore). A track
+   * closed to keep within `maxTracks` is opened again when `lookupTrack`
+   * finds it, with its newest entry; what came before is read back from the
+   * ledger as for any subscriber behind the recent groups. Opened for a
+   * SUBSCRIBE (a request of no `kind` counts as one), it is kept from closing
+   * until the subscriber's cursor attaches, the request's `session` holding
+   * at most its share of such pins (`SESSION_PIN_SHARE`); for
+   * another kind (FETCH, TRACK, TRACK_STATUS: no cursor to wait for) it is not.
    */
-  readonly serve = (request: Pick<ServeRequest, "path" | "track">): ServeDecision => {
-    return this.#broadcasts.get(normalizePath(request.path))?.tracks.get(request.track) ??
-      "not-found";
+  readonly serve = (
+    request:
+      & Pick<ServeRequest, "path" | "track">
+      & Partial<Pick<ServeRequest, "kind" | "session">>,
+  ): ServeDecision | Promise<ServeDecision> => {
+    const open = this.#tracks.get(request.path, request.track);
+    if (open) return open;
+    const lookup = this.#lookupTrack;
+    const path = lookup && !this.#closed
+      ? subscribedTrackPath(request.path, request.track)
+      : undefined;
+    const pin = request.kind === undefined || request.kind === "subscribe";
+    if (!path) return "not_found";
+    return this.#reopen(lookup!, path, pin ? { owner: request.session } : undefined);
   };
 
-  /** The producer of a created track (for tests and embedders). */
+  // `pin`: keep the track open for a subscriber's cursor, counted against `owner`'s share.
+  async #reopen(
+    lookup: TrackLookup,
+    path: TrackPath,
+    pin: { owner: object | undefined } | undefined,
+  ): Promise<ServeDecision> {
+    // Every slot pinned (or the session's share): refused before it costs a lookup.
+    if (pin && !this.#tracks.canPin(pin.owner)) return this.#refuseReopen();
+    let found;
+    try {
+      found = await lookup(path);
+    } catch (error) {
+      this.#onError?.(error);
+      return "not_found";
+    }
+    if (!found || this.#closed) return "not_found";
+    // A commit may have opened it meanwhile; then it has newer groups than `found`.
+    const open = this.#tracks.get(path.broadcast.join("/"), path.track);
+    if (open) return open;
+    const make = (attached: () => void) => this.#make(path, attached);
+    const track = pin
+      ? this.#tracks.ensurePinned(path, make, pin.owner)
+      : this.#tracks.ensure(path, make);
+    if (!track) return this.#refuseReopen();
+    if (found.newest) write(track, found.newest);
+    return track;
+  }
+
+  #refuseReopen(): ServeDecision {
+    this.#refusedReopens++;
+    return "not_found";
+  }
+
+  /** The producer of an open track (for tests and embedders). */
   producer(broadcast: string, track: string): TrackProducer | undefined {
-    return this.#broadcasts.get(normalizePath(broadcast))?.tracks.get(track);
+    return this.#tracks.get(broadcast, track);
   }
 
   /** Canonical paths of every published broadcast. */
   broadcasts(): string[] {
-    return [...this.#broadcasts.keys()];
+    return this.#tracks.broadcasts();
   }
 
-  /** Ends every track and announcement; later sink calls are ignored. Idempotent. */
+  /** Ends every track and announcement; later calls are ignored. Idempotent. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    for (const b of this.#broadcasts.values()) {
-      for (const t of b.tracks.values()) t.close();
-      b.announcement.withdraw();
-    }
-    this.#broadcasts.clear();
+    this.#tracks.close();
   }
+
+  readonly #skipped = (count: number, forward: boolean): void => {
+    if (forward) this.#skips++;
+    this.#skippedRecords += count;
+    this.#onSkip?.();
+  };
 
   #ensure(path: TrackPath): TrackProducer | undefined {
     if (this.#closed) return undefined;
-    // Hot path: the HTTP layer reuses one path object per track URL.
-    const known = this.#byPath.get(path);
-    if (known) return known;
-    const name = normalizePath(broadcastName(path));
-    let broadcast = this.#broadcasts.get(name);
-    if (!broadcast) {
-      broadcast = { tracks: new Map(), announcement: this.announcer.announce(name) };
-      this.#broadcasts.set(name, broadcast);
-    }
-    let track = broadcast.tracks.get(path.track);
-    if (!track) {
-      // Records form one sequence in commit order: ask for in-order delivery. Timestamps
-      // are the ledger's commit times in Unix nanoseconds, exactly.
-      const fetchEntry = this.#fetchEntry;
-      track = new TrackProducer({
-        cache: this.#cache,
-        ordered: true,
-        timescale: RECORD_TIMESCALE,
-        // A FETCH past the cache is answered from the ledger: group sequence = seq + 1.
-        ...(fetchEntry && {
-          fetchMissing: async (sequence: number, signal: AbortSignal) => {
-            const entry = sequence > 0 ? await fetchEntry(path, sequence - 1, signal) : undefined;
-            return entry &&
-              { frames: encoder.encode(entryFrame(entry)), timestamp: entry.wallclock };
-          },
-        }),
-      });
-      broadcast.tracks.set(path.track, track);
-    }
-    this.#byPath.set(path, track);
-    return track;
+    return this.#tracks.ensure(path, (attached) => this.#make(path, attached));
+  }
+
+  #make(path: TrackPath, attached: () => void): TrackProducer {
+    // Records form one sequence in commit order: ask for in-order delivery. Timestamps
+    // are the ledger's commit times in Unix nanoseconds, exactly.
+    const fetchEntry = this.#fetchEntry;
+    return new TrackProducer({
+      cache: this.#cache,
+      cacheBytes: this.#cacheBytes,
+      ordered: true,
+      timescale: RECORD_TIMESCALE,
+      // With flow control a record waits for a subscriber up to the lag bound: advertised
+      // as max latency, so a relay (and a peer's cache) keep it for a subscriber behind by
+      // less. (0 would say "no limit" to some peers but "keep nothing" to @moq/net.) Without,
+      // the producer's 5 s, which also ends sends to a link gone silent.
+      ...(this.#lagMs > 0 ? { lagMs: this.#lagMs } : {}),
+      ...(this.#maxLatencyMs !== undefined ? { maxLatency: this.#maxLatencyMs } : {}),
+      observer: { skipped: this.#skipped, attached },
+      // A FETCH past the cache is answered from the ledger: group sequence = seq + 1.
+      ...(fetchEntry && {
+        fetchMissing: async (sequence: number, signal: AbortSignal) => {
+          const entry = sequence > 0 ? await fetchEntry(path, sequence - 1, signal) : undefined;
+          return entry &&
+            { frames: encoder.encode(entryFrame(entry)), timestamp: entry.wallclock };
+        },
+      }),
+    });
   }
 }
 
@@ -195,7 +385,19 @@ function write(track: TrackProducer, entry: LedgerEntry): void {
   // Encoded on first read: with no subscriber a commit costs no JSON or bytes here.
   track.writeGroup(entry.seq + 1, () => encoder.encode(entryFrame(entry)), {
     timestamp: entry.wallclock,
+    size: frameSize(entry),
   });
+}
+
+/**
+ * About the bytes of {@linkcode entryFrame}, counted against the byte budget
+ * without encoding it: its parts' lengths (text as UTF-16 units, which is
+ * what the entry holds in memory; base64 for bytes) plus the JSON around them.
+ */
+function frameSize(entry: LedgerEntry): number {
+  const bytes = entry.bytes === undefined ? 0 : Math.ceil(entry.bytes.length / 3) * 4;
+  return (entry.payload?.length ?? 0) + (entry.meta?.length ?? 0) + bytes +
+    (entry.sender?.length ?? 0) + (entry.redacts?.length ?? 0) + 48;
 }
 
 /**

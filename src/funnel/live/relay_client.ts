@@ -2,8 +2,9 @@ import { tokenFromUrl } from "../../auth/mod.ts";
 import { errorText } from "../../error_text/mod.ts";
 import { systemTimers, type Timers } from "../../timers/mod.ts";
 import type { Logger } from "../../log/mod.ts";
-import { connect, goawayRedirect, type MoqSession, VERSIONS } from "../../moq/mod.ts";
+import { goawayRedirect, type IetfDraft, type MoqPeer } from "../../moq/mod.ts";
 import { normalizePath, prefixCovers } from "../../path/mod.ts";
+import { connectRelayMoq, relayProtocols } from "./relay_moq.ts";
 import {
   connectSession,
   IDLE_TIMEOUT_MS,
@@ -46,6 +47,8 @@ export interface RelayClientOptions {
   readonly serverCertificateHashes?: readonly Uint8Array[];
   /** RELAY_TLS_INSECURE. */
   readonly insecure?: boolean;
+  /** RELAY_VERSION: speak this IETF draft instead of moq-lite (see `connectRelayMoq`). */
+  readonly ietf?: IetfDraft;
   /** Delay before redialing after a session ends or a dial fails, ms (default 2000). */
   readonly redialMs?: number;
   /** Timers for the redial delay and credential expiry (default the global ones). */
@@ -91,14 +94,14 @@ export class RelayClient {
   readonly #timers: RedialTimers;
   readonly #now: () => number;
   #state: RelayState = "stopped";
-  #moq: MoqSession | undefined;
+  #moq: MoqPeer | undefined;
   #timer: unknown;
   #stopped = false;
   #started = false;
   #sessions = 0;
   /** The session run whose end leads to a redial (a redirect's, once it connected). */
   #running: Promise<void> | undefined;
-  readonly #open = new Set<MoqSession>();
+  readonly #open = new Set<MoqPeer>();
   readonly #dialing = new Set<AbortController>();
 
   /** Prepares the client; {@linkcode start} dials. */
@@ -123,7 +126,7 @@ export class RelayClient {
   }
 
   /** The live session, if connected. */
-  get session(): MoqSession | undefined {
+  get session(): MoqPeer | undefined {
     return this.#moq;
   }
 
@@ -200,7 +203,7 @@ export class RelayClient {
    * Without one, or when the redirect cannot be reached: leave, and redial
    * RELAY_URL after the usual delay.
    */
-  #goaway(moq: MoqSession, uri: string): void {
+  #goaway(moq: MoqPeer, uri: string): void {
     const o = this.#options;
     o.log.warn(
       `Relay ${describeRelayUrl(moq.url ?? o.url)}: GOAWAY${
@@ -290,7 +293,8 @@ export class RelayClient {
     this.#dialing.add(dialing);
     const timeoutMs = o.dialTimeoutMs ?? 10_000;
     let timedOut = false;
-    const timeout = setTimeout(() => {
+    // The dial's deadline is not one of the redial timers (`timers`): the system's.
+    const timeout = systemTimers.setTimeout(() => {
       timedOut = true;
       dialing.abort();
     }, timeoutMs);
@@ -298,7 +302,7 @@ export class RelayClient {
     try {
       return await abortable(
         connectSession(url, {
-          protocols: VERSIONS,
+          protocols: relayProtocols(o.ietf),
           signal: dialing.signal,
           timeoutMs,
           maxIdleTimeout: o.idleTimeoutMs ?? IDLE_TIMEOUT_MS,
@@ -322,26 +326,14 @@ export class RelayClient {
       }
       throw error;
     } finally {
-      clearTimeout(timeout);
+      systemTimers.clearTimeout(timeout);
       this.#dialing.delete(dialing);
     }
   }
 
   /** The moq session over `transport`: it announces and serves the publisher's tracks. */
-  #connectMoq(transport: Session): Promise<MoqSession> {
-    const o = this.#options;
-    const prefix = o.publishPrefix === undefined ? undefined : normalizePath(o.publishPrefix);
-    return connect(transport, {
-      announcer: o.publisher.announcer,
-      serve: o.publisher.serve,
-      ...(prefix === undefined ? {} : { announceFilter: (path) => prefixCovers(prefix, path) }),
-      // The relay's announcements are of no use to a funnel.
-      acceptAnnounce: () => false,
-      // A relay continuing a track through this session asks from the record after its
-      // latest: serve it everything the track still holds.
-      maxGroupQueue: o.publisher.cacheSize,
-      log: (line) => o.log.debug(line),
-    });
+  #connectMoq(transport: Session): Promise<MoqPeer> {
+    return connectRelayMoq(transport, this.#options);
   }
 }
 

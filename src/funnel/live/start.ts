@@ -4,14 +4,16 @@ import type { OriginPolicy } from "../../http/mod.ts";
 import type { Logger } from "../../log/mod.ts";
 import type { TrackPatterns } from "../../path/mod.ts";
 import { formatAddr, ipv4OnlyReason } from "../../transport/mod.ts";
-import { type EntryFetch, LivePublisher } from "./publisher.ts";
+import { type EntryFetch, LivePublisher, RECORD_LAG_MS, type TrackLookup } from "./publisher.ts";
+
+/** The max latency the relay session's tracks advertise (and its sends keep to), ms. */
+const RELAY_SESSION_MAX_LATENCY_MS = 5000;
 import {
   describeRelayUrl,
   type RedialTimers,
   RelayClient,
   type RelayState,
 } from "./relay_client.ts";
-import { fanOut, type RecordSink } from "../sink.ts";
 import { startWorkerListener, type WorkerListener } from "./listener/mod.ts";
 
 /** How the startup line names the transport of each RELAY_URL scheme. */
@@ -34,6 +36,8 @@ export interface LiveConfig {
     readonly caFile?: string;
     /** RELAY_SIGNING_KEY + RELAY_PUBLISH: sign a fresh credential for every session. */
     readonly signing?: { readonly keyFile: string; readonly publish: string };
+    /** RELAY_VERSION: an IETF MoQ Transport draft to speak (default moq-lite). */
+    readonly ietf?: 14 | 16 | 20;
   } | undefined;
   /** The own MoQ listener (FUNNEL_SERVE_ADDR); undefined: none. */
   readonly serve?: {
@@ -77,12 +81,20 @@ export interface LiveOptions {
    * (the funnel passes its ledger); without it such a FETCH is not found.
    */
   readonly fetchEntry?: EntryFetch;
+  /**
+   * Whether a track exists, and its newest entry (the funnel asks its
+   * ledger): a subscription to a track closed while idle opens it again.
+   */
+  readonly lookupTrack?: TrackLookup;
+  /**
+   * Tracks the publisher and the own listener each keep open at most
+   * (default `MAX_LIVE_TRACKS`, 4096).
+   */
+  readonly maxLiveTracks?: number;
 }
 
 /** The funnel's running live side. */
 export interface LiveSide {
-  /** Where committed records go: the publisher and, when serving, the own listener. */
-  readonly sink: RecordSink;
   /** The tracks as published through the relay session. */
   readonly publisher: LivePublisher;
   /** The own MoQ listener (in its own worker), when serving. */
@@ -114,7 +126,15 @@ export async function startLive(
 ): Promise<LiveSide> {
   const publisher = new LivePublisher({
     onError: (error) => log.error("Publishing a committed record failed", error),
+    // The relay session has one subscriber, the relay: flow controlled, so a burst is not
+    // skipped for the session's queue bound (what fell out of the cache is read back from
+    // the ledger). Its sends still give up after 5 s, so a link gone silent frees them; the
+    // relay fetches whatever did not arrive.
+    lagMs: RECORD_LAG_MS,
+    maxLatencyMs: RELAY_SESSION_MAX_LATENCY_MS,
     ...(options.fetchEntry ? { fetchEntry: options.fetchEntry } : {}),
+    ...(options.lookupTrack ? { lookupTrack: options.lookupTrack } : {}),
+    ...(options.maxLiveTracks ? { maxTracks: options.maxLiveTracks } : {}),
   });
   let served: Served | undefined;
   try {
@@ -126,7 +146,6 @@ export async function startLive(
       : undefined;
     const listener = served?.listener;
     return {
-      sink: listener ? fanOut(publisher, listener) : publisher,
       publisher,
       listener,
       relay,
@@ -179,6 +198,7 @@ async function relayClient(
       ? { serverCertificateHashes: options.relayCertificateHashes }
       : {}),
     insecure: target.insecure,
+    ...(target.ietf ? { ietf: target.ietf } : {}),
     ...(options.redialMs !== undefined ? { redialMs: options.redialMs } : {}),
     ...(options.timers ? { timers: options.timers } : {}),
     ...(options.now ? { now: options.now } : {}),
@@ -196,7 +216,8 @@ function relayLine(target: NonNullable<LiveConfig["relay"]>): string {
     ? "credential from the URL"
     : "no credential";
   const tls = target.insecure ? "; TLS verification off" : "";
-  return `${describeRelayUrl(target.url)} (${transport}; ${credential}${tls})`;
+  const ietf = target.ietf ? `, IETF MoQ Transport draft ${target.ietf}` : "";
+  return `${describeRelayUrl(target.url)} (${transport}${ietf}; ${credential}${tls})`;
 }
 
 /** The own listener and the summary's Serve line. */
@@ -231,6 +252,9 @@ async function startOwnListener(
     ...(options.maxGroupQueue ? { maxGroupQueue: options.maxGroupQueue } : {}),
     ...(serve.datagramTracks ? { datagramTracks: serve.datagramTracks } : {}),
     ...(options.fetchEntry ? { fetchEntry: options.fetchEntry } : {}),
+    ...(options.lookupTrack ? { lookupTrack: options.lookupTrack } : {}),
+    ...(options.maxLiveTracks ? { maxTracks: options.maxLiveTracks } : {}),
+    ...(options.now ? { now: options.now } : {}),
   });
   const at = formatAddr(listener.addr);
   const origin = tls.generated ? "generated for development" : serve.certFile;

@@ -6,6 +6,6 @@ import type { FunnelMetrics } from "./funnel_metrics.ts";
 export function errorCounter(metrics: FunnelMetrics): (error: unknown) => void {
   return (error) => {
     if (error instanceof RateLimitedError) metrics.rateLimitedTotal.inc({ limit: error.scope });
-    else if (error instanceof LedgerError) metrics.ledgerErrorsTotal.inc({ kind: error.kind });
+    else if (error instanceof LedgerError) metrics.ledgerErrorsTotal.inc({ kind: error.code });
   };
 }

@@ -19,16 +19,34 @@ export interface FunnelMetrics {
   readonly idempotentReplaysTotal: Counter;
   /** POSTs refused by a rate limit, by `limit` (sender, track). */
   readonly rateLimitedTotal: Counter;
-  /** Ledger failures by `kind` (unavailable, corrupt, not_found, other). */
+  /** Ledger failures by `kind` (unavailable, corrupt, not_found, conflict, other). */
   readonly ledgerErrorsTotal: Counter;
   /** Sessions open on the own MoQ listener. */
   readonly listenerSessions: Gauge;
+  /** Subscribers slower than their track that skipped ahead, by `sink` (relay, listener). */
+  readonly subscriberSkipsTotal: Counter;
+  /** Records subscribers did not receive because they skipped ahead, by `sink`. */
+  readonly skippedRecordsTotal: Counter;
   /** The relay session's state: 1 for the current `state`, 0 for the others. */
   readonly relayState: Gauge;
   /** Times the relay session was lost and redialed. */
   readonly relayReconnectsTotal: Counter;
   /** Entries another funnel process committed that this one read and published. */
   readonly recordsLearnedTotal: Counter;
+  /** Records retention removed from the ledger, by backend. */
+  readonly retentionRemovedTotal: Counter;
+  /** Payload bytes of the records retention removed (counted under a bytes limit). */
+  readonly retentionRemovedBytesTotal: Counter;
+  /** Superseded records compaction by key removed from the ledger, by backend. */
+  readonly compactedRecordsTotal: Counter;
+  /** Retention passes run here, by outcome: done, skipped (another funnel ran it), failed. */
+  readonly retentionPassesTotal: Counter;
+  /** Tracks this process has open in its ledger. */
+  readonly ledgerOpenTracks: Gauge;
+  /** Records stored by the tracks under a retention policy, by backend, as of the last pass. */
+  readonly ledgerStoredRecords: Gauge;
+  /** Their payload bytes, by backend, as of the last pass. */
+  readonly ledgerStoredBytes: Gauge;
 }
 
 const P = "sluice_funnel_";
@@ -77,6 +95,17 @@ export function createFunnelMetrics(registry: Registry = new Registry()): Funnel
     rateLimitedTotal: c("rate_limited_total", "POSTs refused by a rate limit (429).", ["limit"]),
     ledgerErrorsTotal: c("ledger_errors_total", "Ledger failures, by kind.", ["kind"]),
     listenerSessions: g("listener_sessions", "Sessions open on the own MoQ listener."),
+    subscriberSkipsTotal: c(
+      "subscriber_skips_total",
+      "Times a subscriber was slower than its track (its next record waited past the lag " +
+        "bound) and skipped ahead to the newest record, by sink (relay, listener).",
+      ["sink"],
+    ),
+    skippedRecordsTotal: c(
+      "skipped_records_total",
+      "Records subscribers did not receive live because they skipped ahead, by sink.",
+      ["sink"],
+    ),
     relayState: g("relay_state", "The relay session's state (1 for the current one).", ["state"]),
     relayReconnectsTotal: c(
       "relay_reconnects_total",
@@ -85,6 +114,38 @@ export function createFunnelMetrics(registry: Registry = new Registry()): Funnel
     recordsLearnedTotal: c(
       "records_learned_total",
       "Entries committed by another funnel process on the shared ledger, read and published here.",
+    ),
+    retentionRemovedTotal: c(
+      "retention_removed_records_total",
+      "Records removed from the ledger by retention.",
+      ["backend"],
+    ),
+    retentionRemovedBytesTotal: c(
+      "retention_removed_bytes_total",
+      "Payload bytes of the records retention removed (counted only under a bytes limit).",
+      ["backend"],
+    ),
+    compactedRecordsTotal: c(
+      "compacted_records_total",
+      "Records compaction by key removed from the ledger (a newer record has the same key).",
+      ["backend"],
+    ),
+    ledgerOpenTracks: g("ledger_open_tracks", "Tracks open in this process's ledger."),
+    ledgerStoredRecords: g(
+      "ledger_stored_records",
+      "Records stored by the tracks under a retention policy, as of the last retention pass.",
+      ["backend"],
+    ),
+    ledgerStoredBytes: g(
+      "ledger_stored_bytes",
+      "Payload bytes of the records stored by the tracks under a retention policy, as of the " +
+        "last retention pass.",
+      ["backend"],
+    ),
+    retentionPassesTotal: c(
+      "retention_passes_total",
+      "Retention passes: done, skipped (another funnel sharing the ledger ran it) or failed.",
+      ["outcome"],
     ),
   };
 }

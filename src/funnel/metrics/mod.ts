@@ -8,5 +8,5 @@
  */
 export { createFunnelMetrics, type FunnelMetrics } from "./funnel_metrics.ts";
 export { type Handler, meteredHandler, routeOf } from "./metered_handler.ts";
-export { meteredSink } from "./metered_sink.ts";
+export { commitCounter, meteredReader } from "./commit_readers.ts";
 export { errorCounter } from "./counted_errors.ts";

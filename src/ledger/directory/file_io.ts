@@ -1,3 +1,4 @@
+import { SluiceError } from "../../errors/mod.ts";
 // The few file operations the directory backend's durability rests on.
 
 /** Whether `path` exists (following symlinks). */
@@ -42,4 +43,29 @@ export async function readRange(
     done += n;
   }
   return out.subarray(0, done);
+}
+
+/** Whether `error` came from the operating system (it carries an errno name such as "EMFILE"). */
+export function isSystemError(error: unknown): boolean {
+  // Our own errors carry a string `code` too; only the runtime's count.
+  return error instanceof Error && !(error instanceof SluiceError) &&
+    typeof (error as { code?: unknown }).code === "string";
+}
+
+/**
+ * Replaces `name` (in directory `dir`) with `bytes`: written beside it as
+ * `<name>.tmp`, made durable, then renamed over it, so a crash leaves either
+ * file whole.
+ */
+export async function replaceFile(dir: string, name: string, bytes: Uint8Array): Promise<void> {
+  const tmp = `${name}.tmp`;
+  const file = await Deno.open(tmp, { write: true, create: true, truncate: true });
+  try {
+    await writeAll(file, bytes);
+    await file.sync();
+  } finally {
+    file.close();
+  }
+  await Deno.rename(tmp, name);
+  await fsyncDir(dir);
 }

@@ -5,5 +5,6 @@
  * @module
  */
 
-export { DirectoryBackend } from "./directory_backend.ts";
+export { DirectoryBackend, type DirectoryOptions, OPEN_TRACKS } from "./directory_backend.ts";
 export { crc32 } from "./crc32.ts";
+export { foldsCase } from "./case_probe.ts";

@@ -29,7 +29,8 @@ export interface ParsedSegment {
 
 /**
  * Parses a segment's frames from the start, stopping at the first one that is
- * short, fails its checksum or breaks the numbering that starts at `first`.
+ * short, fails its checksum or does not number on from `first` and the frame
+ * before it (ascending; compaction leaves holes between frames).
  */
 export function parseSegment(bytes: Uint8Array, first: number): ParsedSegment {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -50,12 +51,28 @@ export function parseSegment(bytes: Uint8Array, first: number): ParsedSegment {
       // An undecodable batch ends the readable part of the file, like a torn write.
       break;
     }
-    if (entries[0]!.seq !== next) break;
+    if (entries[0]!.seq < next) break;
     next = entries[entries.length - 1]!.seq + 1;
     batches.push(entries);
     offset = end;
   }
   return { batches, validLength: offset };
+}
+
+/**
+ * Entries in ascending order as frames, one per run of consecutive
+ * sequences (a batch is numbered consecutively; compaction leaves holes).
+ */
+export function framesOf(entries: readonly LedgerEntry[]): Uint8Array[] {
+  const frames: Uint8Array[] = [];
+  let start = 0;
+  for (let i = 1; i <= entries.length; i++) {
+    if (i === entries.length || entries[i]!.seq !== entries[i - 1]!.seq + 1) {
+      frames.push(frame(entries.slice(start, i)));
+      start = i;
+    }
+  }
+  return frames;
 }
 
 /** One batch as a frame: length, CRC-32, body, length. */
@@ -85,10 +102,21 @@ export async function readLastFrame(
   const start = size - TRAILER - length - HEADER;
   if (length === 0 || start < 0) return undefined;
   const bytes = await readRange(file, start, size);
+  return bytes.length === size - start ? lastFrameIn(bytes) : undefined;
+}
+
+/**
+ * {@link readLastFrame} of a segment's bytes, or of its end: `bytes` must end
+ * where the segment does and may start anywhere before its last frame.
+ */
+export function lastFrameIn(bytes: Uint8Array): LedgerEntry[] | undefined {
+  if (bytes.length < HEADER + TRAILER + 1) return undefined;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (bytes.length !== size - start || view.getUint32(0, true) !== length) return undefined;
-  const body = bytes.subarray(HEADER, HEADER + length);
-  if (crc32(body) !== view.getUint32(4, true)) return undefined;
+  const length = view.getUint32(bytes.length - TRAILER, true);
+  const start = bytes.length - TRAILER - length - HEADER;
+  if (length === 0 || start < 0 || view.getUint32(start, true) !== length) return undefined;
+  const body = bytes.subarray(start + HEADER, start + HEADER + length);
+  if (crc32(body) !== view.getUint32(start + 4, true)) return undefined;
   try {
     return decodeBatch(body);
   } catch {

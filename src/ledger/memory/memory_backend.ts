@@ -31,12 +31,30 @@ export class MemoryBackend implements LedgerBackend {
 }
 
 class MemoryTrack implements TrackBackend {
-  // Index = seq, since entries are numbered consecutively from 0.
-  readonly #entries: LedgerEntry[] = [];
+  // Ascending by seq. Retention removes from the oldest end and compaction from the
+  // middle, so positions are found by binary search, not by index.
+  #entries: LedgerEntry[] = [];
+
+  // The index of the first entry with seq >= `seq`.
+  #lowerBound(seq: number): number {
+    let lo = 0;
+    let hi = this.#entries.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.#entries[mid]!.seq < seq) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  get #end(): number {
+    const last = this.#entries[this.#entries.length - 1];
+    return last ? last.seq + 1 : 0;
+  }
 
   append(entries: readonly LedgerEntry[]): Promise<void> {
     for (const entry of entries) {
-      if (entry.seq !== this.#entries.length) {
+      if (entry.seq !== this.#end) {
         return Promise.reject(new RangeError(`Append out of order: seq ${entry.seq}`));
       }
       this.#entries.push(entry);
@@ -49,26 +67,49 @@ class MemoryTrack implements TrackBackend {
   }
 
   readBefore(before: number | undefined, limit: number): Promise<LedgerEntry[]> {
-    const end = Math.min(before ?? this.#entries.length, this.#entries.length);
-    const start = Math.max(0, end - limit);
+    const end = this.#lowerBound(before ?? this.#end);
+    const start = Math.max(0, end - Math.max(0, limit));
     return Promise.resolve(this.#entries.slice(start, end).reverse());
   }
 
   readAfter(after: number | undefined, limit: number): Promise<LedgerEntry[]> {
-    const start = Math.max(0, after === undefined ? 0 : after + 1);
+    const start = after === undefined ? 0 : this.#lowerBound(after + 1);
     return Promise.resolve(this.#entries.slice(start, start + Math.max(0, limit)));
   }
 
   get(seq: number): Promise<LedgerEntry | undefined> {
-    return Promise.resolve(Number.isInteger(seq) ? this.#entries[seq] : undefined);
+    if (!Number.isInteger(seq)) return Promise.resolve(undefined);
+    const entry = this.#entries[this.#lowerBound(seq)];
+    return Promise.resolve(entry?.seq === seq ? entry : undefined);
   }
 
   erasePayload(seq: number): Promise<void> {
-    const entry = this.#entries[seq];
-    if (entry) {
+    const index = this.#lowerBound(seq);
+    const entry = this.#entries[index];
+    if (entry?.seq === seq) {
       const { payload: _payload, bytes: _bytes, ...rest } = entry;
-      this.#entries[seq] = { ...rest, redacted: true };
+      this.#entries[index] = { ...rest, redacted: true };
     }
     return Promise.resolve();
+  }
+
+  first(): Promise<number> {
+    return Promise.resolve(this.#entries[0]?.seq ?? 0);
+  }
+
+  trim(before: number): Promise<number> {
+    // The newest entry always stays: it carries the track's numbering and seal.
+    const drop = Math.min(this.#lowerBound(before), this.#entries.length - 1);
+    if (drop > 0) this.#entries = this.#entries.slice(drop);
+    return this.first();
+  }
+
+  remove(seqs: readonly number[]): Promise<number> {
+    const last = this.#entries.length - 1;
+    const goes = new Set(seqs);
+    const before = this.#entries.length;
+    // The oldest and the newest stay: they mark where the track starts and ends.
+    this.#entries = this.#entries.filter((e, i) => i === 0 || i === last || !goes.has(e.seq));
+    return Promise.resolve(before - this.#entries.length);
   }
 }

@@ -2,6 +2,9 @@ import postgres from "postgres";
 import type { LedgerBackend, LedgerEvents, TrackBackend } from "../backend.ts";
 import { pathFromKey } from "../storage_name.ts";
 import { trackKey, type TrackPath } from "../../record/mod.ts";
+import { guardDriver } from "./driver_guard.ts";
+import { ListenHeartbeat } from "./heartbeat.ts";
+import { systemTimers, type Timers, withDeadline } from "../../timers/mod.ts";
 import { PostgresTrack } from "./postgres_track.ts";
 import { type Pool, type Sql, type TableRef, translate } from "./rows.ts";
 
@@ -23,6 +26,8 @@ export interface PostgresOptions {
   readonly maxConnections?: number;
   /** Seconds to wait for a connection before answering unavailable (default 5). */
   readonly connectTimeout?: number;
+  /** Timers of the LISTEN: its deadline, its retries and its heartbeat (default the system's). */
+  readonly timers?: Timers;
 }
 
 /** Stores every track in one PostgreSQL table. */
@@ -35,12 +40,17 @@ export class PostgresBackend implements LedgerBackend {
   readonly #ref: TableRef;
   readonly #open = new Map<string, PostgresTrack>();
   #listener: Sql | undefined;
+  readonly #timers: Timers;
+  // A driver fault on a closed connection replaces the pool instead of ending the process.
+  readonly #unguard: () => void;
 
-  private constructor(connect: () => Sql, table: string) {
+  private constructor(connect: () => Sql, table: string, port: number, timers: Timers) {
     this.#connect = connect;
+    this.#timers = timers;
     this.#pool = { sql: connect() };
     this.#table = table;
     this.#ref = { pool: this.#pool, table, channel: table };
+    this.#unguard = guardDriver(() => this.abandon(), port);
   }
 
   /**
@@ -66,12 +76,18 @@ export class PostgresBackend implements LedgerBackend {
         // Errors are translated below; the driver must not print connection failures itself.
         debug: false,
       });
-    const backend = new PostgresBackend(connect, table);
+    const backend = new PostgresBackend(
+      connect,
+      table,
+      serverPort(url),
+      options.timers ?? systemTimers,
+    );
     try {
       await backend.#ensureSchema();
     } catch (error) {
       // Closing the pool is best effort; the schema error is what the caller sees.
       await backend.#pool.sql.end({ timeout: 1 }).catch(() => {});
+      backend.#unguard();
       throw translate(error, "Cannot prepare the ledger table");
     }
     return backend;
@@ -201,14 +217,31 @@ export class PostgresBackend implements LedgerBackend {
    * `events.resync` is called, since notices sent meanwhile are lost). A
    * server that does not answer the LISTEN within the connect timeout is
    * tried again every {@link RELISTEN_MS} in the background, so startup
-   * never waits on it; the first success after a failure resyncs too.
+   * never waits on it; the first success after a failure resyncs too. A
+   * {@link ListenHeartbeat} proves the connection alive: one that died
+   * without closing (nothing would ever tell the driver) is replaced, and
+   * that resyncs as well.
    */
   async follow(events: LedgerEvents): Promise<() => Promise<void>> {
     let stopped = false;
     let unlisten: (() => Promise<void>) | undefined;
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let timer: unknown;
     let heard = false;
+    const heartbeat = new ListenHeartbeat({
+      timers: this.#timers,
+      send: (payload) => (this.#listener ?? this.#pool.sql).notify(this.#table, payload),
+      missed: () => {
+        // Silently dead: drop it (the driver would wait forever) and listen anew.
+        const dead = this.#listener;
+        this.#listener = undefined;
+        unlisten = undefined;
+        dead?.end({ timeout: 0 }).catch(() => {});
+        heard = true;
+        if (!stopped) void attempt();
+      },
+    });
     const onNotice = (payload: string) => {
+      if (heartbeat.heard(payload)) return;
       const notice = parseNotice(payload);
       if (!notice) return;
       if (notice.last === undefined) events.created(notice.path);
@@ -221,15 +254,16 @@ export class PostgresBackend implements LedgerBackend {
           if (heard) events.resync();
           heard = true;
         });
-        const result = await deadline(listening, LISTEN_DEADLINE_MS);
+        const result = await deadline(listening, LISTEN_DEADLINE_MS, this.#timers);
         unlisten = result.unlisten;
         if (stopped) await unlisten();
+        else heartbeat.start();
       } catch {
         // Not listening: drop the connection (it may hang) and try again later.
         if (this.#listener === listener) this.#listener = undefined;
         listener.end({ timeout: 0 }).catch(() => {});
         heard = true; // whatever was missed meanwhile is read at the next success
-        if (!stopped) timer = setTimeout(() => void attempt(), RELISTEN_MS);
+        if (!stopped) timer = this.#timers.setTimeout(() => void attempt(), RELISTEN_MS);
       }
     };
     await attempt();
@@ -237,10 +271,44 @@ export class PostgresBackend implements LedgerBackend {
     // close() ends the listening connection anyway.
     return () => {
       stopped = true;
-      clearTimeout(timer);
+      heartbeat.stop();
+      if (timer !== undefined) this.#timers.clearTimeout(timer);
       unlisten?.().catch(() => {});
       return Promise.resolve();
     };
+  }
+
+  /**
+   * Runs `task` under a session advisory lock named by the table and `name`,
+   * held on a reserved connection: one process at a time across every funnel
+   * sharing the table, and freed by the server when the process dies.
+   */
+  async exclusive<T>(name: string, task: () => Promise<T>): Promise<T | undefined> {
+    const key = `${this.#table}:${name}`;
+    let reserved;
+    try {
+      reserved = await this.#pool.sql.reserve();
+    } catch (error) {
+      throw translate(error, "Cannot take the ledger lock");
+    }
+    try {
+      let locked;
+      try {
+        const [row] = await reserved<{ locked: boolean }[]>`
+          select pg_try_advisory_lock(hashtextextended(${key}, 0)) as locked`;
+        locked = row?.locked === true;
+      } catch (error) {
+        throw translate(error, "Cannot take the ledger lock");
+      }
+      if (!locked) return undefined;
+      try {
+        return await task();
+      } finally {
+        await reserved`select pg_advisory_unlock(hashtextextended(${key}, 0))`.catch(() => {});
+      }
+    } finally {
+      reserved.release();
+    }
   }
 
   /** Closes the connection pool. */
@@ -248,6 +316,7 @@ export class PostgresBackend implements LedgerBackend {
     // In-flight work has finished by now; a connection stuck reconnecting must not hold shutdown.
     await this.#listener?.end({ timeout: 1 });
     await this.#pool.sql.end({ timeout: 1 });
+    this.#unguard();
   }
 
   /**
@@ -268,12 +337,17 @@ const LISTEN_DEADLINE_MS = 5000;
 /** Wait before trying to LISTEN again after a failure, ms. */
 export const RELISTEN_MS = 2000;
 
-function deadline<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error("no answer")), ms);
-  });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+function deadline<T>(promise: Promise<T>, ms: number, timers: Timers): Promise<T> {
+  return withDeadline(promise, ms, () => new Error("no answer"), undefined, timers);
+}
+
+// The server's port as the driver reports it in its errors (5432 unless the URL names one).
+function serverPort(url: string): number {
+  try {
+    return Number(new URL(url).port || 5432);
+  } catch {
+    return 5432;
+  }
 }
 
 // Two processes creating the same table or index race on the catalog; the loser finds it made.

@@ -125,6 +125,71 @@ export class PostgresTrack implements TrackBackend {
     }
   }
 
+  async first(): Promise<number> {
+    const sql = this.#ref.pool.sql;
+    try {
+      const [row] = await sql<{ first: string | null }[]>`
+        select min(seq)::text as first from ${sql(this.#ref.table)}
+        where track = ${this.#key} and seq >= 0`;
+      return row?.first ? Number(row.first) : 0;
+    } catch (error) {
+      throw translate(error, "Cannot read the ledger");
+    }
+  }
+
+  /**
+   * Deletes the oldest rows below `before`, {@link TRIM_ROWS} per statement
+   * (each its own transaction, so a pass killed halfway leaves the track
+   * from some row on and holds no long lock), never the newest.
+   */
+  async trim(before: number): Promise<number> {
+    const sql = this.#ref.pool.sql;
+    const t = sql(this.#ref.table);
+    try {
+      while (true) {
+        const gone = await sql`
+          delete from ${t} where track = ${this.#key} and seq in (
+            select seq from ${t} where track = ${this.#key} and seq >= 0 and seq < ${before}
+              and seq < (select max(seq) from ${t} where track = ${this.#key})
+            order by seq limit ${TRIM_ROWS})`;
+        if (gone.count < TRIM_ROWS) break;
+      }
+    } catch (error) {
+      throw translate(error, "Cannot remove old records from the ledger");
+    }
+    return await this.first();
+  }
+
+  /**
+   * Compaction: deletes the rows of `seqs`, {@link TRIM_ROWS} per statement
+   * (each its own transaction: a pass killed halfway leaves each row stored
+   * or removed), never the oldest or the newest row of the track.
+   */
+  async remove(seqs: readonly number[]): Promise<number> {
+    const sql = this.#ref.pool.sql;
+    const t = sql(this.#ref.table);
+    let removed = 0;
+    try {
+      // The ends are read once and left out here: in the statement they would make its
+      // generic plan scan the whole track between them for every batch.
+      const [ends] = await sql<{ first: string | null; last: string | null }[]>`
+        select min(seq)::text as first, max(seq)::text as last from ${t}
+        where track = ${this.#key} and seq >= 0`;
+      const first = Number(ends?.first ?? -1);
+      const last = Number(ends?.last ?? -1);
+      const goes = seqs.filter((seq) => seq > first && seq < last);
+      for (let i = 0; i < goes.length; i += TRIM_ROWS) {
+        const batch = goes.slice(i, i + TRIM_ROWS);
+        const gone = await sql`
+          delete from ${t} where track = ${this.#key} and seq = any(${batch}::bigint[])`;
+        removed += gone.count;
+      }
+    } catch (error) {
+      throw translate(error, "Cannot remove superseded records from the ledger");
+    }
+    return removed;
+  }
+
   async erasePayload(seq: number): Promise<void> {
     const sql = this.#ref.pool.sql;
     try {
@@ -135,3 +200,6 @@ export class PostgresTrack implements TrackBackend {
     }
   }
 }
+
+/** Rows one retention statement deletes at most. */
+export const TRIM_ROWS = 1000;

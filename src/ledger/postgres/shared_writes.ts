@@ -208,7 +208,7 @@ export async function redactOnce(
         where track = ${key} and seq = ${seq} and seq >= 0`;
       if (!target) throw new LedgerError("not_found", `No group ${seq} in this track`);
       if (target.redacts !== null) {
-        throw new TypeError("The group is itself a redaction and cannot be redacted");
+        throw new LedgerError("invalid_request", "The group is a redaction; it cannot be redacted");
       }
       if (target.redacted) return { already: true } as const;
       const redacts = formatGroupId({ epoch: target.epoch, seq });

@@ -27,9 +27,13 @@ export async function getObject(
   client: S3Client,
   bucket: string,
   key: string,
+  signal?: AbortSignal,
 ): Promise<{ body: Uint8Array; metadata: Record<string, string> } | undefined> {
   try {
-    const result = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    const result = await client.send(
+      new GetObjectCommand({ Bucket: bucket, Key: key }),
+      signal ? { abortSignal: signal } : {},
+    );
     const body = result.Body ? await result.Body.transformToByteArray() : new Uint8Array();
     return { body, metadata: result.Metadata ?? {} };
   } catch (error) {

@@ -78,7 +78,7 @@ export function decodeAnnounce(body: Uint8Array, version: Version): Announce {
   const suffix = d.string("announce suffix", MAX_NAME);
   const count = d.u53("hop count");
   if (count > MAX_HOPS) {
-    throw new DecodeError("too-large", `Cannot decode ANNOUNCE: ${count} hops exceeds 32`);
+    throw new DecodeError("too_large", `Cannot decode ANNOUNCE: ${count} hops exceeds 32`);
   }
   const hops: bigint[] = [];
   for (let i = 0; i < count; i++) hops.push(d.u62("hop id"));

@@ -42,7 +42,7 @@ export function decodeSetup(body: Uint8Array): Setup {
   const d = new Decoder(body);
   const count = d.u53("SETUP parameter count");
   if (count > MAX_SETUP_PARAMETERS) {
-    throw new DecodeError("too-large", `Cannot decode SETUP: ${count} parameters exceeds 64`);
+    throw new DecodeError("too_large", `Cannot decode SETUP: ${count} parameters exceeds 64`);
   }
   const seen = new Set<bigint>();
   const out: { probe?: number; path?: string; role?: number; origin?: bigint } = {};

@@ -10,9 +10,10 @@ import {
   MAX_CONTROL_MESSAGE,
 } from "../codec/mod.ts";
 import { joinPath, normalizePath, prefixCovers } from "../../path/mod.ts";
-import { wirePrefix } from "../path.ts";
+import { wirePrefix } from "../wire_path.ts";
 import { loopsThrough } from "../hops.ts";
 import type { SessionCore } from "./core.ts";
+import { MAX_ANNOUNCED } from "./types.ts";
 import { ClosableRequest } from "./request_stream.ts";
 
 /** Watches the peer's announcements under `prefix` on a new announce stream (see `session.announced`). */
@@ -53,6 +54,7 @@ async function runAnnounced(
   closing: AbortSignal,
 ): Promise<void> {
   const active = new Map<string, readonly bigint[]>();
+  const max = core.options.maxAnnounced ?? MAX_ANNOUNCED;
   const request = new ClosableRequest(closing);
   try {
     const { r, w } = await request.open(core);
@@ -79,6 +81,15 @@ async function runAnnounced(
         if (core.policy.acceptAnnounce && !core.policy.acceptAnnounce(path, core.session)) {
           core.stats.announcementsRefused++;
           core.log("announce-refused", `refusing the peer's announcement "${path}"`);
+          continue;
+        }
+        // The peer chooses how many: past the bound, new paths are refused (not remembered).
+        if (!active.has(path) && active.size >= max) {
+          core.stats.announcementsRefused++;
+          core.log(
+            "announce-bound",
+            `refusing the peer's announcement "${path}": it has ${max} announced already`,
+          );
           continue;
         }
         active.set(path, hops);

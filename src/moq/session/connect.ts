@@ -1,8 +1,9 @@
 /** Starting a moq-lite session on a transport session, as the client or as the server. */
 import type { Session } from "../../transport/mod.ts";
-import { MoqCode, MoqError } from "../errors.ts";
+import { MoqCode, MoqError, refusalReason } from "../errors.ts";
 import { PROTOCOL_CODE } from "./core.ts";
 import { MoqSession } from "./moq_session.ts";
+import type { MoqPeer } from "../peer.ts";
 import type { AdmitDecision, MoqAcceptOptions, MoqSessionOptions } from "./types.ts";
 
 /**
@@ -54,9 +55,10 @@ export async function accept(
     }
   }
   if (options.admit) {
-    const decision = await admission(options.admit, moq);
-    if (!decision) {
-      moq.close(MoqCode.Unauthorized, "unauthorized");
+    const decision = await askAdmission(options.admit, moq);
+    if (decision === false || decision instanceof Error) {
+      // The peer is told why (a credential refused says which check failed), as HTTP tells it.
+      moq.close(MoqCode.Unauthorized, refusalReason(decision));
       throw new MoqError("unauthorized", "Session not admitted");
     }
     if (decision !== true) moq._admitWith(decision);
@@ -65,14 +67,18 @@ export async function accept(
   return moq;
 }
 
-// A failing admission check refuses the session, as a false answer does.
-async function admission(
+/**
+ * Asks `admit` about `moq` (either dialect): its decision, or the error it
+ * threw, which refuses the session as false does and says why (see
+ * `refusalReason`).
+ */
+export async function askAdmission(
   admit: NonNullable<MoqAcceptOptions["admit"]>,
-  moq: MoqSession,
-): Promise<AdmitDecision> {
+  moq: MoqPeer,
+): Promise<AdmitDecision | Error> {
   try {
     return await admit(moq);
-  } catch {
-    return false;
+  } catch (err) {
+    return err instanceof Error ? err : false;
   }
 }

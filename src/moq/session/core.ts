@@ -6,10 +6,12 @@
  * or the process.
  */
 import { errorText } from "../../error_text/mod.ts";
+import { systemTimers, type Timers } from "../../timers/mod.ts";
 import type { RecvStream, Session, SessionCloseInfo } from "../../transport/mod.ts";
 import type { Version } from "../codec/mod.ts";
 import { MoqCode, MoqError } from "../errors.ts";
 import type { MoqStats } from "../stats.ts";
+import { DEFAULT_MAX_BUFFERED, ReceiveBudget } from "../track/mod.ts";
 import { DecodeError, StreamReader } from "../../wire/mod.ts";
 import type { MoqSession } from "./moq_session.ts";
 import type { Subscription } from "./subscription.ts";
@@ -34,6 +36,8 @@ export class SessionCore {
   readonly stats: MoqStats;
   /** The application's options. */
   readonly options: MoqSessionOptions;
+  /** The options' timers, or the system's. */
+  readonly timers: Timers;
   /** The hooks that answer the session's questions: the options', or what `admit` returned. */
   policy: SessionPolicy;
   /** Aborted when the session ends. */
@@ -50,13 +54,16 @@ export class SessionCore {
   url: URL | undefined;
   /** The id our next subscription gets. */
   nextSubscribeId = 0n;
+  /** The place of the next group stream of an ordered subscription (see GroupStreams). */
+  orderedPlace = 0;
   /** True once the peer opened its Setup stream. */
   setupSeen = false;
-  /** Bytes of partially received groups held right now. */
-  buffered = 0;
+  /** Bytes of partially received groups held, under `maxBufferedBytes`. */
+  readonly budget: ReceiveBudget;
   /** How we closed the session, when we did. */
   closeInfo: SessionCloseInfo | undefined;
-  readonly #logged = new Set<string>();
+  // Made at the first log line: most sessions never log.
+  #logged: Set<string> | undefined;
 
   /** Takes the session's already-negotiated identity. */
   constructor(session: MoqSession, options: MoqSessionOptions) {
@@ -67,8 +74,10 @@ export class SessionCore {
     this.origin = session.origin;
     this.stats = session.stats;
     this.options = options;
+    this.timers = options.timers ?? systemTimers;
     this.policy = options;
     this.url = session.transport.url;
+    this.budget = new ReceiveBudget(options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED, this.timers);
     this.setupReceived = new Promise((resolve) => {
       this.resolveSetup = resolve;
     });
@@ -83,8 +92,10 @@ export class SessionCore {
   shutdown(info: SessionCloseInfo): void {
     if (this.abort.signal.aborted) return;
     this.abort.abort();
+    this.budget.close(new MoqError("closed", "Session closed"));
+    // A session the server refused (its credential) says so to every subscription on it.
     const err = new MoqError(
-      "closed",
+      info.code === MoqCode.Unauthorized ? "unauthorized" : "closed",
       `Session closed (${info.code}${info.reason ? ` ${info.reason}` : ""})`,
     );
     for (const sub of this.subs.values()) sub._end(err);
@@ -94,15 +105,18 @@ export class SessionCore {
 
   /** Logs a diagnostic once per kind. */
   log(kind: string, message: string): void {
-    if (this.#logged.has(kind)) return;
-    this.#logged.add(kind);
+    const logged = this.#logged ??= new Set();
+    if (logged.has(kind)) return;
+    logged.add(kind);
     (this.options.log ?? console.warn)(`moq ${this.version} ${this.transport.remote}: ${message}`);
   }
 
   /** A stream failed: count peer faults, log once per kind, never throw. */
   streamFailed(kind: string, err: unknown): void {
     if (this.isClosed) return;
-    if (err instanceof DecodeError || (err instanceof MoqError && err.kind === "protocol")) {
+    if (
+      err instanceof DecodeError || (err instanceof MoqError && err.code === "protocol_violation")
+    ) {
       this.stats.protocolErrors++;
       this.log(`decode:${kind}`, `${kind} stream ended: ${errorText(err)}`);
     } else {

@@ -9,9 +9,13 @@ import { afterTurn } from "../../timers/mod.ts";
  * some connections then get most of the sending and others almost none.
  * So once `budgetMs` of delivery has run without the event loop coming
  * round, a loop that wants to send waits for the next turn, and the
- * waiting loops resume in the order they stopped. Every subscriber gets
- * its share, and the rest of the event loop (accepts, control streams) gets
- * its turn between.
+ * waiting loops resume in the order they stopped, one after another while
+ * that turn's budget lasts; the rest keep their place for the turn after.
+ * Every subscriber gets its share, and the rest of the event loop (accepts,
+ * handshakes, control streams, reading the socket) gets its turn between:
+ * resuming every waiter at once made a turn as long as there were sessions,
+ * and one group's fan-out to a few thousand held the event loop for hundreds
+ * of ms.
  *
  * The turn boundary is {@linkcode afterTurn} (`setImmediate` on Deno): a
  * zero timer would wait a millisecond or more there, leaving the sender idle
@@ -35,9 +39,11 @@ export class DeliveryTurns {
   readonly #budgetMs: number;
   readonly #now: () => number;
   readonly #afterTurn: (fn: () => void) => void;
-  // When the current turn began; -1 when none is running.
+  // When the current turn began; -1 when none is running (a boundary is pending while one runs).
   #start = -1;
-  #waiting: Array<() => void> = [];
+  // Resumers of the waiting loops, oldest first from #head.
+  #waiting: Array<(() => void) | undefined> = [];
+  #head = 0;
 
   /** Turns of `budgetMs` (default {@linkcode DELIVERY_TURN_MS}). */
   constructor(options: DeliveryTurnsOptions = {}) {
@@ -48,7 +54,7 @@ export class DeliveryTurns {
 
   /** Loops waiting for the next turn. */
   get waiting(): number {
-    return this.#waiting.length;
+    return this.#waiting.length - this.#head;
   }
 
   /**
@@ -56,7 +62,7 @@ export class DeliveryTurns {
    * that resolves when this loop's turn comes.
    */
   wait(): Promise<void> | undefined {
-    if (this.#waiting.length === 0) {
+    if (this.waiting === 0) {
       const now = this.#now();
       if (this.#start < 0) {
         this.#start = now;
@@ -70,8 +76,29 @@ export class DeliveryTurns {
 
   readonly #nextTurn = (): void => {
     this.#start = -1;
-    const waiting = this.#waiting;
-    this.#waiting = [];
-    for (const resume of waiting) resume();
+    if (this.waiting === 0) {
+      this.#waiting = [];
+      this.#head = 0;
+      return;
+    }
+    // Drop the resumed front once it is most of the array.
+    if (this.#head > 1024 && this.#head * 2 > this.#waiting.length) {
+      this.#waiting = this.#waiting.slice(this.#head);
+      this.#head = 0;
+    }
+    this.#start = this.#now();
+    this.#afterTurn(this.#nextTurn);
+    this.#resumeNext();
+  };
+
+  // Resumes the oldest waiter, then (a microtask later, once it has started its send) the next,
+  // while the turn's budget lasts; the first always goes, so every turn makes progress.
+  readonly #resumeNext = (): void => {
+    if (this.waiting === 0) return;
+    if (this.#start < 0 || this.#now() - this.#start >= this.#budgetMs) return;
+    const resume = this.#waiting[this.#head]!;
+    this.#waiting[this.#head++] = undefined;
+    resume();
+    queueMicrotask(this.#resumeNext);
   };
 }

@@ -12,52 +12,86 @@ import { CONTROL_SEND_ORDER } from "./send_order.ts";
 import { receiveSetup } from "./setup.ts";
 
 /** Handles the peer's uni streams (SETUP, groups) until the transport ends. */
-export async function acceptUniLoop(core: SessionCore): Promise<void> {
-  for (;;) {
-    const stream = await core.transport.acceptUni();
-    if (!stream) break;
-    core.spawn("uni", handleUni(core, stream));
-  }
+export function acceptUniLoop(core: SessionCore): void {
+  const t = core.transport;
+  eachUntilEnd(
+    () => t.acceptUni(),
+    (stream) => core.spawn("uni", handleUni(core, stream)),
+    (err) => core.streamFailed("accept", err),
+  );
 }
 
 /** Handles the peer's bidi requests until the transport ends. */
-export async function acceptBidiLoop(core: SessionCore): Promise<void> {
-  for (;;) {
-    const stream = await core.transport.acceptBidi();
-    if (!stream) break;
-    core.spawn("bidi", handleBidi(core, stream));
-  }
+export function acceptBidiLoop(core: SessionCore): void {
+  const t = core.transport;
+  eachUntilEnd(
+    () => t.acceptBidi(),
+    (stream) => core.spawn("bidi", handleBidi(core, stream)),
+    (err) => core.streamFailed("accept", err),
+  );
 }
 
 /** lite-05 datagrams: complete single-frame groups of a subscription (receive only). */
-export async function datagramLoop(core: SessionCore): Promise<void> {
-  const read = core.transport.readDatagram?.bind(core.transport);
-  if (!read) return;
-  for (;;) {
-    const bytes = await read();
-    if (!bytes) break;
-    core.stats.bytesReceived += bytes.length;
-    let dg;
+export function datagramLoop(core: SessionCore): void {
+  const t = core.transport;
+  if (!t.readDatagram) return;
+  eachUntilEnd(
+    () => t.readDatagram!(),
+    (bytes) => receiveDatagram(core, bytes),
+    (err) => core.streamFailed("datagram", err),
+  );
+}
+
+/**
+ * Hands each item `next` yields to `handle` until it yields undefined; the first failure (of
+ * `next` or `handle`) goes to `failed` and ends it. A chain of callbacks rather than an async
+ * loop: every session waits in three of these for its whole life, and between items this holds
+ * the pending read and one reaction, where a suspended async function holds its frame, its
+ * registers and two callbacks.
+ */
+function eachUntilEnd<T>(
+  next: () => Promise<T | undefined>,
+  handle: (item: T) => void,
+  failed: (err: unknown) => void,
+): void {
+  const step = (item: T | undefined): void => {
+    if (item === undefined) return;
     try {
-      dg = decodeDatagram(bytes);
+      handle(item);
+      next().then(step, failed);
     } catch (err) {
-      core.streamFailed("datagram", err);
-      continue;
+      failed(err);
     }
-    // Unknown ids and datagrams before TRACK_INFO are dropped silently (draft).
-    const sub = core.subs.get(dg.subscribeId);
-    if (!sub?.info) continue;
-    core.stats.datagramsReceived++;
-    // A sequence that also came on a stream (or twice) is delivered once: the subscription dedupes.
-    core.deliver(sub, {
-      sequence: dg.sequence,
-      frames: [dg.payload],
-      timestamp: Number(dg.timestamp),
-      exactTimestamp: dg.timestamp,
-    });
-    // It may have been the last group missing below the publisher's end.
-    sub._maybeFinish(250);
+  };
+  try {
+    next().then(step, failed);
+  } catch (err) {
+    failed(err);
   }
+}
+
+function receiveDatagram(core: SessionCore, bytes: Uint8Array): void {
+  core.stats.bytesReceived += bytes.length;
+  let dg;
+  try {
+    dg = decodeDatagram(bytes);
+  } catch (err) {
+    core.streamFailed("datagram", err);
+    return;
+  }
+  // Unknown ids and datagrams before TRACK_INFO are dropped silently (draft).
+  const sub = core.subs.get(dg.subscribeId);
+  if (!sub?.info) return;
+  core.stats.datagramsReceived++;
+  // A sequence that also came on a stream (or twice) is delivered once: the subscription dedupes.
+  core.deliver(sub, {
+    sequence: dg.sequence,
+    frames: [dg.payload],
+    timestamp: Number(dg.timestamp),
+    exactTimestamp: dg.timestamp,
+  });
+  // It may have been the last group missing below the publisher's end.
+  sub._maybeFinish(250);
 }
 
 async function handleUni(core: SessionCore, stream: RecvStream): Promise<void> {

@@ -8,10 +8,10 @@ import {
   MAX_CONTROL_MESSAGE,
   type TrackInfo,
 } from "../codec/mod.ts";
-import { MoqError, type MoqErrorKind, refusalKind } from "../errors.ts";
+import { MoqError, type MoqErrorCode, refusalKind } from "../errors.ts";
 import { StreamError } from "../../transport/mod.ts";
 import { normalizePath } from "../../path/mod.ts";
-import { wirePath } from "../path.ts";
+import { wirePath } from "../wire_path.ts";
 import type { SessionCore } from "./core.ts";
 import { openRequest } from "./request_stream.ts";
 import { GroupReading } from "./receive_group.ts";
@@ -19,7 +19,7 @@ import type { FetchOptions, ReceivedGroup } from "./types.ts";
 
 /**
  * Asks the peer for a track's properties (lite-05 TRACK); rejects with
- * MoqError("not-found"), or "unauthorized" when the refusal's code says so.
+ * MoqError("not_found"), or "unauthorized" when the refusal's code says so.
  */
 export async function requestTrackInfo(
   core: SessionCore,
@@ -39,7 +39,7 @@ export async function requestTrackInfo(
       if (await r.done()) throw new Error("stream finished");
       body = await r.message("TRACK_INFO", MAX_CONTROL_MESSAGE);
     } catch (err) {
-      if (err instanceof DecodeError && err.kind !== "truncated") throw err;
+      if (err instanceof DecodeError && err.code !== "truncated") throw err;
       throw new MoqError(refusedAs(core, err), `Track "${path}" "${track}" not available`, {
         cause: err,
       });
@@ -52,7 +52,7 @@ export async function requestTrackInfo(
 }
 
 /**
- * Fetches one group of the peer's track; rejects with MoqError("not-found").
+ * Fetches one group of the peer's track; rejects with MoqError("not_found").
  * The answer is read as a group stream is, within the same budgets (frame,
  * group, and the session's bytes of groups still arriving); with `partial`
  * a group still being written is handed over at its first frame and
@@ -70,7 +70,7 @@ export async function fetchGroup(
   const { r, w } = await openRequest(core);
   const missing = (cause?: unknown) =>
     new MoqError(
-      cause === undefined ? "not-found" : refusedAs(core, cause),
+      cause === undefined ? "not_found" : refusedAs(core, cause),
       `Group ${group} of "${canonical}" "${track}" not available`,
       cause === undefined ? undefined : { cause },
     );
@@ -103,7 +103,7 @@ export async function fetchGroup(
       await w.close();
       await reading.run(r);
     } finally {
-      core.buffered -= reading.total;
+      core.budget.release(reading);
       options.signal?.removeEventListener("abort", onAbort);
       r.cancel();
     }
@@ -112,7 +112,7 @@ export async function fetchGroup(
     // Settles with the group: at its first frame when it is still arriving, else at its end.
     await Promise.race([read, handedOver]);
   } catch (err) {
-    if (err instanceof DecodeError && err.kind !== "truncated") throw err;
+    if (err instanceof DecodeError && err.code !== "truncated") throw err;
     throw missing(err);
   }
   // The rest of a group handed over arrives meanwhile; a failure resets it.
@@ -123,7 +123,8 @@ export async function fetchGroup(
 }
 
 /** What a failed request reads as: the refusal its reset code names, else not found. */
-function refusedAs(core: SessionCore, err: unknown): MoqErrorKind {
+function refusedAs(core: SessionCore, err: unknown): MoqErrorCode {
   const failure = core.transport.translateError(err);
-  return (failure instanceof StreamError ? refusalKind(failure.code) : undefined) ?? "not-found";
+  return (failure instanceof StreamError ? refusalKind(failure.wireCode) : undefined) ??
+    "not_found";
 }

@@ -7,6 +7,9 @@ import { GroupSend } from "./send_group.ts";
 import { RANKS, sendOrder } from "./send_order.ts";
 import { type OpenStream, OpenStreams } from "./open_streams.ts";
 
+/** Payload bytes a served subscription's open group streams hold by default (either dialect). */
+export const DEFAULT_BYTES_IN_FLIGHT = 8 << 20;
+
 /** How a served subscription's groups are ordered and expired (the subscriber's, else the track's). */
 export interface Delivery {
   /** Subscriber priority 0..255: higher goes first across the session's subscriptions. */
@@ -22,8 +25,13 @@ export type ServedTrack = Pick<TrackProducer, "latest" | "sent">;
 
 /**
  * The group streams of one served subscription: at most `maxGroupsInFlight`
- * being sent, each started in a delivery turn when the session shares them,
- * in moq-lite's send order, and reset once they outlive the max latency.
+ * being sent, at most {@linkcode OPEN_PER_SLOT} times that open (a live group
+ * waiting for frames holds no slot, but stays open), holding at most
+ * `maxBytesInFlight` of payload while open, a live group's frames counted as
+ * they are written or, behind a blocked write, as they arrive (a group
+ * starts while none is open, however large), each
+ * started in a delivery turn when the session shares them, in moq-lite's send
+ * order, and reset once they outlive the max latency.
  * A counter and one waiter instead of racing a set of promises for every
  * group.
  *
@@ -36,13 +44,17 @@ export class GroupStreams {
   readonly #core: SessionCore;
   readonly #id: bigint;
   readonly #max: number;
+  readonly #maxOpen: number;
+  readonly #maxBytes: number;
   readonly #turns: DeliveryTurns | undefined;
   readonly #track: ServedTrack;
   readonly #clock: () => number;
   /** The ordering and expiry of the subscription's streams ({@linkcode update} changes it). */
   readonly delivery: Delivery;
-  #expiry: ReturnType<typeof setTimeout> | undefined;
+  #expiry: unknown;
   #inflight = 0;
+  // The payload counted by the streams not ended yet, waiting for frames or not.
+  #openBytes = 0;
   // Streams not ended yet (those waiting for frames hold no slot) with their place in the
   // subscription and whether they may expire, and who waits for none.
   readonly #open = new OpenStreams<GroupSend>();
@@ -62,6 +74,8 @@ export class GroupStreams {
     this.#core = core;
     this.#id = id;
     this.#max = Math.max(1, core.options.maxGroupsInFlight ?? 16);
+    this.#maxOpen = this.#max * OPEN_PER_SLOT;
+    this.#maxBytes = core.options.maxBytesInFlight ?? DEFAULT_BYTES_IN_FLIGHT;
     this.#turns = core.options.deliveryTurns;
     this.delivery = delivery;
     this.#track = track;
@@ -76,16 +90,31 @@ export class GroupStreams {
     return latest !== undefined && group.sequence < latest;
   }
 
-  // A stream stopped taking a slot: it ended, or waits for frames not written yet.
+  // A stream stopped taking a slot: it ended, or waits for frames not written yet (its bytes
+  // stay counted until it ends).
   readonly #freeSlot = (): void => {
     this.#inflight--;
+    this.#wake();
+  };
+
+  // A live group's stream took more frames for writing.
+  readonly #grew = (bytes: number): void => {
+    this.#openBytes += bytes;
+  };
+
+  #wake(): void {
     const free = this.#slotFree;
     this.#slotFree = undefined;
     free?.();
-  };
+  }
 
   #sent(stream: OpenStream<GroupSend>): void {
     this.#open.remove(stream);
+    this.#openBytes -= stream.send.counted;
+    this.#wake();
+    // No stream left to expire: the timer goes now, not at its deadline (an idle subscription
+    // holds no timer).
+    if (this.#open.expiring === 0) this.dispose();
     if (this.#open.size === 0) this.#drained?.();
   }
 
@@ -110,7 +139,7 @@ export class GroupStreams {
    * for a slot or a turn (most groups need neither: no promise, no await).
    */
   send(group: CachedGroup): Promise<void> | undefined {
-    if (this.#inflight >= this.#max) return this.#sendAfterWaiting(group);
+    if (this.#full(group)) return this.#sendAfterWaiting(group);
     const turn = this.#turns?.wait();
     if (turn) return this.#sendAfterWaiting(group, turn);
     this.#start(group);
@@ -124,7 +153,7 @@ export class GroupStreams {
 
   /** Stops the expiry timer (the subscription ended). */
   dispose(): void {
-    if (this.#expiry !== undefined) clearTimeout(this.#expiry);
+    if (this.#expiry !== undefined) this.#core.timers.clearTimeout(this.#expiry);
     this.#expiry = undefined;
   }
 
@@ -132,12 +161,26 @@ export class GroupStreams {
   async #sendAfterWaiting(group: CachedGroup, turn?: Promise<void>): Promise<void> {
     if (turn) await turn;
     else {
-      while (this.#inflight >= this.#max) await this.#slot();
+      while (this.#full(group)) await this.#slot();
       const next = this.#turns?.wait();
       if (next) await next;
     }
     // Only one loop sends, so a slot free before the turn is free after it.
     this.#start(group);
+  }
+
+  // No room for `group`: as many streams in flight or open as allowed, or its bytes would pass
+  // the bound (a group always starts while no stream is open, however large).
+  #full(group: CachedGroup): boolean {
+    const open = this.#open.size;
+    if (this.#inflight >= this.#max || open >= this.#maxOpen) return true;
+    if (open === 0) return false;
+    const size = group.size;
+    if (this.#openBytes + size > this.#maxBytes) return true;
+    // Frames a live group's send has not taken yet (its write blocked) are held too: counted
+    // now, only when the group would otherwise start (a few open streams to look at, 64 at most).
+    for (const stream of this.#open) this.#openBytes += stream.send.holdArrived();
+    return this.#openBytes + size > this.#maxBytes;
   }
 
   #slot(): Promise<void> {
@@ -146,17 +189,32 @@ export class GroupStreams {
 
   // A group sent frame by frame moves the place on, so the next group's stream outranks its
   // stream (newest first) or ranks below it (ordered), even after its last frame was handed to
-  // the transport. Groups sent whole share the place, keeping their arrival order, as a burst is
-  // best sent. The place starts again at 0 after RANKS groups sent frame by frame.
+  // the transport. Newest first, groups sent whole share the place (a burst of one-frame groups
+  // goes out as it came). Ordered, every group moves it on: quinn shares the link round-robin
+  // between streams of one order, so a backlog of large groups sent whole went out side by
+  // side, each finished only once nearly all were, and a subscriber aging a group from its
+  // first byte (`@moq/net` drops one older than the max latency) lost them. Ordered places are
+  // counted across the session's ordered subscriptions, so their groups go oldest first across
+  // all of them: one catching up on a backlog does not outrank one that has sent more. The
+  // place starts again at 0 after RANKS groups that moved it.
   #start(group: CachedGroup): void {
     this.#inflight++;
     const send = new GroupSend(this.#core, this.#id, group, (n) => this.#track.sent(group, n));
-    const place = this.#place;
-    if (!group.complete) this.#place = (place + 1) % RANKS;
+    send.counted = group.size;
+    this.#openBytes += send.counted;
+    const core = this.#core;
+    let place: number;
+    if (this.delivery.ordered) {
+      place = core.orderedPlace;
+      core.orderedPlace = (place + 1) % RANKS;
+    } else {
+      place = this.#place;
+      if (!group.complete) this.#place = (place + 1) % RANKS;
+    }
     const stream = this.#open.add(send, place, this.delivery.maxLatency > 0);
     if (stream.expires) this.#armExpiry();
     const order = this.#order(place);
-    void send.run(order === 0 ? NO_ORDER : { sendOrder: order }, this.#freeSlot)
+    void send.run(order === 0 ? NO_ORDER : { sendOrder: order }, this.#freeSlot, this.#grew)
       .then(() => this.#sent(stream));
   }
 
@@ -173,7 +231,7 @@ export class GroupStreams {
     }
     if (earliest === Infinity) return;
     const wait = Math.max(10, earliest + this.delivery.maxLatency - this.#clock() + 1);
-    this.#expiry = setTimeout(this.#expire, wait);
+    this.#expiry = this.#core.timers.setTimeout(this.#expire, wait);
   }
 
   readonly #expire = (): void => {
@@ -186,9 +244,24 @@ export class GroupStreams {
     }
     // A stream too old but still the latest group is checked again later.
     if (this.#open.expiring > 0) {
-      this.#expiry = setTimeout(this.#expire, Math.max(10, this.delivery.maxLatency / 4));
+      this.#expiry = this.#core.timers.setTimeout(
+        this.#expire,
+        Math.max(10, this.delivery.maxLatency / 4),
+      );
     }
   };
 }
 
 const NO_ORDER: StreamOptions = {};
+
+/**
+ * Open streams allowed per slot in flight. A live group waiting for its next
+ * frame gives its slot back by design: a subscriber caught up with a track
+ * whose groups overlap (a long live group while the next begins) would
+ * otherwise be held a whole group behind. But each open stream is a QUIC
+ * stream, its state and its group's frames held until it ends, so the open
+ * ones are bounded too: 4 x 16 = 64 at the defaults, room for overlapping
+ * live groups, while a subscriber that never takes its streams holds at most
+ * that many (and `maxBytesInFlight` of their payload).
+ */
+export const OPEN_PER_SLOT = 4;

@@ -1,5 +1,8 @@
 /** What a serving loop waits on, and what wakes it. */
 import type { TrackCursor } from "../track/mod.ts";
+import { systemTimers, type Timers } from "../../timers/mod.ts";
+
+const RESOLVED = Promise.resolve();
 
 /**
  * The one wake of a loop that waits on one promise at a time: a write, a
@@ -12,8 +15,16 @@ export class LoopWake {
   #resume: (() => void) | undefined;
   #woken = false;
   // One timer for the earliest deadline, re-armed only when an earlier one comes up.
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timer: unknown;
   #timerAt = Infinity;
+  readonly #timers: Timers;
+  readonly #now: () => number;
+
+  /** Wakes on `timers`, reading deadlines on `now` (default the system's and Date.now). */
+  constructor(timers: Timers = systemTimers, now: () => number = Date.now) {
+    this.#timers = timers;
+    this.#now = now;
+  }
 
   /** Wakes the loop now, or at its next wait when it is busy (bound: usable as a listener). */
   readonly wake = (): void => {
@@ -32,9 +43,9 @@ export class LoopWake {
   /** Wakes the loop at `at` (ms on Date.now), unless as early a deadline is armed already. */
   wakeAt(at: number): void {
     if (at >= this.#timerAt) return;
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
     this.#timerAt = at;
-    this.#timer = setTimeout(this.#onTimer, Math.max(1, at - Date.now()));
+    this.#timer = this.#timers.setTimeout(this.#onTimer, Math.max(1, at - this.#now()));
   }
 
   /**
@@ -42,20 +53,22 @@ export class LoopWake {
    * while the loop was busy. Registers synchronously, so nothing written
    * since the loop's last poll is missed.
    */
-  async wait(cursor: TrackCursor): Promise<void> {
+  wait(cursor: TrackCursor): Promise<void> {
     if (this.#woken) {
       this.#woken = false;
-      return;
+      return RESOLVED;
     }
-    await new Promise<void>((resolve) => {
+    // Not an async function: a waiting loop holds this one promise, no suspended frame of its
+    // own. A wake that comes after this one resolved it, before the loop polls, is kept for the
+    // next wait (one poll that may find nothing).
+    return new Promise<void>((resolve) => {
       this.#resume = resolve;
       cursor.onChange(this.wake);
     });
-    this.#woken = false;
   }
 
   /** Cancels the deadline timer. */
   dispose(): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
   }
 }

@@ -4,9 +4,10 @@
  *
  * @module
  */
-export { accept, connect } from "./connect.ts";
+export { accept, askAdmission, connect } from "./connect.ts";
 export { MoqSession } from "./moq_session.ts";
 export { MAX_DATAGRAM_BODY } from "./send_datagram.ts";
+export { MAX_ANNOUNCED } from "./types.ts";
 export { Subscription } from "./subscription.ts";
 export { DELIVERY_TURN_MS, DeliveryTurns, type DeliveryTurnsOptions } from "./delivery_turns.ts";
 export { DeliveryGaps } from "./delivery_gaps.ts";
@@ -22,3 +23,4 @@ export type {
   SessionPolicy,
   SubscribeOptions,
 } from "./types.ts";
+export { DEFAULT_BYTES_IN_FLIGHT } from "./group_streams.ts";

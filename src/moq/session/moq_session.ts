@@ -14,6 +14,7 @@ import { MoqCode, MoqError } from "../errors.ts";
 import { normalizePath } from "../../path/mod.ts";
 import { randomHopId } from "../hops.ts";
 import { MoqStats } from "../stats.ts";
+import type { MoqPeer } from "../peer.ts";
 import { announced } from "./announced.ts";
 import { SessionCore } from "./core.ts";
 import { acceptBidiLoop, acceptUniLoop, datagramLoop } from "./dispatch.ts";
@@ -32,11 +33,11 @@ import type {
 
 function toVersion(protocol: string): Version {
   if (protocol === "moq-lite-05" || protocol === "moq-lite-04") return protocol;
-  throw new MoqError("protocol", `Cannot speak moq over protocol "${protocol}"`);
+  throw new MoqError("protocol_violation", `Cannot speak moq over protocol "${protocol}"`);
 }
 
 /** One moq-lite session; see {@linkcode connect} and {@linkcode accept}. */
-export class MoqSession {
+export class MoqSession implements MoqPeer {
   /** The negotiated moq-lite version. */
   readonly version: Version;
   /** The underlying transport session. */
@@ -53,7 +54,7 @@ export class MoqSession {
   readonly closed: Promise<SessionCloseInfo>;
   /** Resolves with the new URI when the peer sends GOAWAY. */
   readonly goaway: Promise<string>;
-  /** The peer's SETUP (lite-05), once received. */
+  /** The peer's SETUP (lite-05), once received; without its Path, which is in {@linkcode url}. */
   peerSetup: Setup | undefined;
   readonly #core: SessionCore;
 
@@ -110,14 +111,14 @@ export class MoqSession {
   /** @internal Sends our SETUP (lite-05) and starts the uni-stream loop. */
   _startUni(): void {
     startSetup(this.#core);
-    this.#core.spawn("accept", acceptUniLoop(this.#core));
+    acceptUniLoop(this.#core);
   }
 
   /** @internal Starts serving the peer's bidirectional requests. */
   _startBidi(): void {
-    this.#core.spawn("accept", acceptBidiLoop(this.#core));
+    acceptBidiLoop(this.#core);
     if (this.version === "moq-lite-05" && this.transport.readDatagram) {
-      this.#core.spawn("datagram", datagramLoop(this.#core));
+      datagramLoop(this.#core);
     }
   }
 
@@ -144,17 +145,17 @@ export class MoqSession {
     return subscribe(this.#core, path, track, options);
   }
 
-  /** Asks the peer for a track's properties (lite-05 TRACK); rejects with MoqError("not-found"). */
+  /** Asks the peer for a track's properties (lite-05 TRACK); rejects with MoqError("not_found"). */
   async trackInfo(path: string, track: string): Promise<TrackInfo> {
     if (this.version !== "moq-lite-05") {
-      throw new MoqError("protocol", "TRACK requires moq-lite-05");
+      throw new MoqError("protocol_violation", "TRACK requires moq-lite-05");
     }
     return await requestTrackInfo(this.#core, normalizePath(path), track);
   }
 
   /**
    * Fetches one group of the peer's track, complete or (`partial`) from its
-   * first frame on; rejects with MoqError("not-found").
+   * first frame on; rejects with MoqError("not_found").
    */
   fetch(
     path: string,

@@ -1,7 +1,12 @@
 /** The consuming side's group streams: frames read within the session's size budgets. */
 import { checkTimestamp, decodeGroupHeader, MAX_CONTROL_MESSAGE } from "../codec/mod.ts";
 import { DecodeError, type StreamReader, zigzagDecode } from "../../wire/mod.ts";
-import { LiveFrames } from "../track/mod.ts";
+import {
+  type BudgetHolder,
+  DEFAULT_MAX_FRAME,
+  DEFAULT_MAX_GROUP,
+  LiveFrames,
+} from "../track/mod.ts";
 import type { SessionCore } from "./core.ts";
 import type { ReceivedGroup } from "./types.ts";
 import { afterTurn } from "../../timers/mod.ts";
@@ -40,7 +45,7 @@ export async function receiveGroup(core: SessionCore, r: StreamReader): Promise<
     }
     throw err;
   } finally {
-    core.buffered -= reading.total;
+    core.budget.release(reading);
     sub._receiving(-1);
     sub._maybeFinish(250);
   }
@@ -56,33 +61,43 @@ export interface GroupTarget {
 
 /**
  * One group stream (or FETCH answer) being read: its frames, within the
- * budgets, and where they go. The caller releases `total` from the
+ * budgets, and where they go. The caller releases what it `held` from the
  * session's budget once the stream ended, and resets `live` if it failed.
  */
-export class GroupReading {
+export class GroupReading implements BudgetHolder {
   readonly #core: SessionCore;
   readonly #target: GroupTarget;
   readonly #sequence: number;
   readonly #maxFrame: number;
   readonly #maxGroup: number;
-  readonly #maxBuffered: number;
   /** The group handed over before its end (`partial` targets). */
   live: LiveFrames | undefined;
-  /** Payload bytes read so far (held against the session's budget). */
-  total = 0;
+  /** Payload bytes taken from the session's budget so far (the budget keeps it). */
+  held = 0;
+  #reader: StreamReader | undefined;
 
   /** Reads group `sequence` for `target`; {@linkcode run} reads it. */
   constructor(core: SessionCore, sequence: number, target: GroupTarget) {
     this.#core = core;
     this.#target = target;
     this.#sequence = sequence;
-    this.#maxFrame = core.options.maxFrameSize ?? 16 << 20;
-    this.#maxGroup = core.options.maxGroupSize ?? 64 << 20;
-    this.#maxBuffered = core.options.maxBufferedBytes ?? 128 << 20;
+    this.#maxFrame = core.options.maxFrameSize ?? DEFAULT_MAX_FRAME;
+    this.#maxGroup = core.options.maxGroupSize ?? DEFAULT_MAX_GROUP;
+  }
+
+  /** Bytes its stream delivered so far (the budget's stall check). */
+  progress(): number {
+    return this.#reader?.received ?? 0;
+  }
+
+  /** Resets its stream (the budget found it holding bytes and sending none). */
+  reset(): void {
+    this.#reader?.cancel();
   }
 
   /** Reads the frames to the stream's end; the group is delivered at its end or its hand-over. */
   async run(r: StreamReader): Promise<void> {
+    this.#reader = r;
     const core = this.#core;
     const frames: Uint8Array[] = [];
     const stamps: bigint[] = [];
@@ -100,7 +115,7 @@ export class GroupReading {
         ts = checkTimestamp(ts + zigzagDecode(await r.u62("timestamp delta")));
         first ??= ts;
       }
-      const frame = await r.bytes(this.#admit(await r.u53("frame size")), "frame");
+      const frame = await r.bytes(await this.#admit(await r.u53("frame size")), "frame");
       if (this.live) {
         this.live.push(frame, ts);
         continue;
@@ -125,18 +140,13 @@ export class GroupReading {
     this.#deliver(frames, first ?? 0n);
   }
 
-  // Checks a frame's size against the frame, group and session budgets, and counts it.
-  #admit(size: number): number {
-    if (size > this.#maxFrame || this.total + size > this.#maxGroup) {
-      throw new DecodeError("too-large", `Cannot read frame of ${size} bytes: over the limit`);
+  // Checks a frame's size against the frame and group limits, and waits for room for it in
+  // the session's budget (shared by every group being received).
+  async #admit(size: number): Promise<number> {
+    if (size > this.#maxFrame || this.held + size > this.#maxGroup) {
+      throw new DecodeError("too_large", `Cannot read frame of ${size} bytes: over the limit`);
     }
-    // All partially received groups of the session share one budget, so a
-    // peer cannot make us hold many large half-sent groups at once.
-    if (this.#core.buffered + size > this.#maxBuffered) {
-      throw new DecodeError("too-large", "Cannot buffer more partially received groups");
-    }
-    this.total += size;
-    this.#core.buffered += size;
+    await this.#core.budget.take(size, this);
     return size;
   }
 

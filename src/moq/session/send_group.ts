@@ -22,6 +22,14 @@ export class GroupSend {
   #order: number | undefined;
   #aborted = false;
   #wakeAbort: (() => void) | undefined;
+  /**
+   * The payload bytes its subscription counts in flight for it until the
+   * stream ends: the group's size when it starts, grown by each frame taken
+   * for writing past that (a live group's), and by {@linkcode holdArrived}.
+   */
+  counted = 0;
+  #taken = 0;
+  #grew: ((bytes: number) => void) | undefined;
 
   /**
    * A send of `group` for subscription `id`; {@linkcode run} starts it.
@@ -54,9 +62,16 @@ export class GroupSend {
    * not sent). `release` runs once: when the stream ended, or earlier when
    * it has sent every frame so far and only waits for the next (a slot of
    * the subscription's streams in flight is not held by a group being written).
+   * `grew` is told the bytes {@linkcode counted} grew by (frames of a live
+   * group taken for writing past its size at the start).
    */
-  async run(order: StreamOptions, release: () => void): Promise<void> {
+  async run(
+    order: StreamOptions,
+    release: (send: GroupSend) => void,
+    grew?: (bytes: number) => void,
+  ): Promise<void> {
     this.#release = release;
+    this.#grew = grew;
     const core = this.#core;
     // A complete group (most of them) is sent in this one frame, not through nested async
     // calls: each would cost every group a promise and a turn of the microtask queue.
@@ -84,16 +99,20 @@ export class GroupSend {
       // An ended send holds no stream: one the young-generation collector had already moved
       // to the old generation would otherwise keep its stream's objects alive through every
       // young collection until the next full one.
-      this.#writer = this.#setOrder = this.#wakeAbort = undefined;
+      this.#writer =
+        this.#setOrder =
+        this.#wakeAbort =
+        this.#grew =
+          undefined;
     }
   }
 
-  #release: (() => void) | undefined;
+  #release: ((send: GroupSend) => void) | undefined;
 
   #released(): void {
     const release = this.#release;
     this.#release = undefined;
-    release?.();
+    release?.(this);
   }
 
   // Frames so far, then each as it arrives, until the group ends.
@@ -111,6 +130,7 @@ export class GroupSend {
           : group.encodedFrom(core.version, sent);
         const payload = group.bytesOf(sent, count);
         sent = count;
+        this.#take(payload);
         await writer.write(bytes);
         core.stats.bytesSent += bytes.length;
         this.#sent(payload);
@@ -125,6 +145,29 @@ export class GroupSend {
     }
     await writer.close();
     core.stats.groupsSent++;
+  }
+
+  /**
+   * Counts the frames that arrived but are not taken yet (behind a write the
+   * peer blocks: the group holds them all the same); returns the bytes
+   * {@linkcode counted} grew by.
+   */
+  holdArrived(): number {
+    const more = this.group.size - this.counted;
+    if (more <= 0) return 0;
+    this.counted += more;
+    return more;
+  }
+
+  // Frames taken for writing are held (by the group, then by the transport until the peer takes
+  // them) while the stream is open, waiting for frames or not: counted before the write, which
+  // a peer that stopped reading blocks. Bytes counted at the start are not counted twice.
+  #take(payload: number): void {
+    this.#taken += payload;
+    const more = this.#taken - this.counted;
+    if (more <= 0) return;
+    this.counted = this.#taken;
+    this.#grew?.(more);
   }
 
   // The next frame, end or reset of the group, or this send's abort.

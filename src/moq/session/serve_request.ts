@@ -11,7 +11,7 @@ import { type CachedGroup, TrackProducer } from "../track/mod.ts";
 import type { StreamReader } from "../../wire/mod.ts";
 import { errorText } from "../../error_text/mod.ts";
 import { StreamError } from "../../transport/mod.ts";
-import { MoqCode } from "../errors.ts";
+import { MoqCode, MoqError } from "../errors.ts";
 import type { SessionCore } from "./core.ts";
 import { sendOrder } from "./send_order.ts";
 import type { ServeDecision, ServeRequest } from "./types.ts";
@@ -25,7 +25,7 @@ export async function decide(
   start?: number,
 ): Promise<ServeDecision> {
   const serve = core.policy.serve;
-  if (!serve) return "not-found";
+  if (!serve) return "not_found";
   try {
     return await serve({
       kind,
@@ -36,7 +36,7 @@ export async function decide(
     });
   } catch (err) {
     core.log("serve", `serve handler failed: ${errorText(err)}`);
-    return "not-found";
+    return "not_found";
   }
 }
 
@@ -46,8 +46,8 @@ export function refuse(
   w: Sender,
   decision: Exclude<ServeDecision, TrackProducer>,
 ): void {
-  core.stats.subscribeError(decision ?? "not-found");
-  w.abort(refusalReason(decision ?? "not-found"));
+  core.stats.subscribeError(decision ?? "not_found");
+  w.abort(refusalReason(decision ?? "not_found"));
 }
 
 /**
@@ -56,8 +56,12 @@ export function refuse(
  * under native QUIC and WebTransport, sends a bare FIN, which the peer
  * reads as not found.
  */
-export function refusalReason(why: "not-found" | "unauthorized"): StreamError {
-  const code = why === "unauthorized" ? MoqCode.Unauthorized : MoqCode.NotFound;
+export function refusalReason(why: "not_found" | "unauthorized" | "gone"): StreamError {
+  const code = why === "unauthorized"
+    ? MoqCode.Unauthorized
+    : why === "gone"
+    ? MoqCode.Old
+    : MoqCode.NotFound;
   return new StreamError("reset", code, why);
 }
 
@@ -90,13 +94,16 @@ export async function serveFetch(
   const decision = await decide(core, "fetch", normalizePath(m.path), m.track);
   const track = decision instanceof TrackProducer ? decision : undefined;
   let group;
+  let gone = false;
   try {
     group = await track?.fetch(m.group, core.abort.signal);
   } catch (err) {
-    core.log("fetch", `fetching group ${m.group} failed: ${errorText(err)}`);
+    // Removed by the source's retention: said with its own code, not as "not found".
+    gone = err instanceof MoqError && err.code === "gone";
+    if (!gone) core.log("fetch", `fetching group ${m.group} failed: ${errorText(err)}`);
   }
   if (!track || !group) {
-    w.abort(refusalReason(decision === "unauthorized" ? decision : "not-found"));
+    w.abort(refusalReason(decision === "unauthorized" ? decision : gone ? "gone" : "not_found"));
     return;
   }
   await writeFetched(core, w, group, track);
@@ -116,7 +123,7 @@ async function writeFetched(
   }
   let sent = 0;
   for (let live = group.live; live; live = group.live) {
-    if (live.state === "reset") return w.abort(refusalReason("not-found"));
+    if (live.state === "reset") return w.abort(refusalReason("not_found"));
     const count = group.frames.length;
     if (count > sent) {
       const bytes = group.encodedFrom(core.version, sent);

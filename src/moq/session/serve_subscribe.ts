@@ -77,8 +77,10 @@ class ServedSubscription {
   readonly #cursor: TrackCursor;
   readonly #v05: boolean;
   readonly #datagrams: boolean;
-  readonly #halt = new AbortController();
-  readonly #wake = new LoopWake();
+  // Set by stop(): a flag and a wake rather than an AbortController, whose signal and listener
+  // list each idle subscription would hold.
+  #halted = false;
+  readonly #wake: LoopWake;
   readonly #gaps: DeliveryGaps;
   readonly #streams: GroupStreams;
   #end: number | undefined;
@@ -96,6 +98,7 @@ class ServedSubscription {
     datagrams: boolean,
   ) {
     this.#core = core;
+    this.#wake = new LoopWake(core.timers);
     this.#w = w;
     this.#id = m.id;
     this.#start = m.start;
@@ -104,14 +107,17 @@ class ServedSubscription {
     this.#v05 = core.version === "moq-lite-05";
     this.#datagrams = datagrams;
     core.abort.signal.addEventListener("abort", this.stop, { once: true });
-    this.#halt.signal.addEventListener("abort", this.#wake.wake, { once: true });
     this.#cursor = producer.cursor(m.start, core.options.maxGroupQueue ?? 16);
     this.#gaps = new DeliveryGaps(core.options.lateGroupWaitMs ?? LATE_GROUP_WAIT_MS);
     this.#streams = new GroupStreams(core, m.id, delivery(m, producer), producer);
   }
 
   /** Ends the serving loop (the peer is done, or the session ended). */
-  readonly stop = (): void => this.#halt.abort();
+  readonly stop = (): void => {
+    if (this.#halted) return;
+    this.#halted = true;
+    this.#wake.wake();
+  };
 
   /** Takes the subscriber's new range and priority. */
   update(u: SubscribeUpdate): void {
@@ -121,10 +127,15 @@ class ServedSubscription {
   }
 
   /** Serves until the end of the range, the end of the track, or {@linkcode stop}. */
-  async run(): Promise<void> {
-    if (!this.#v05) await this.#writeOk();
-    const finished = await this.#loop();
-    if (this.#tail && !this.#halt.signal.aborted) await this.#repeatTail();
+  run(): Promise<void> {
+    // Chained, not an async function awaiting #loop: an idle subscription, waiting in #loop for
+    // its whole life, then holds that one suspended function rather than two.
+    const looped = this.#v05 ? this.#loop() : this.#writeOk().then(() => this.#loop());
+    return looped.then((finished) => this.#finish(finished));
+  }
+
+  async #finish(finished: boolean): Promise<void> {
+    if (this.#tail && !this.#halted) await this.#repeatTail();
     await this.#streams.drained();
     if (finished && this.#v05) await this.#writeEnd();
   }
@@ -160,8 +171,11 @@ class ServedSubscription {
       this.#core.stats.groupsSkipped += cursor.skipped - this.#skipped;
       this.#skipped = cursor.skipped;
       if (!group) {
-        const finished = await this.#idle();
-        if (finished !== undefined) return finished;
+        // Awaited here rather than inside an async #idle: one suspended function less for each
+        // idle subscription.
+        const idle = this.#idle();
+        if (typeof idle === "boolean") return idle;
+        await idle;
         continue; // woken by a write, an update, the end or a deadline
       }
       if (this.#end !== undefined && group.sequence > this.#end) {
@@ -178,7 +192,7 @@ class ServedSubscription {
       if (this.#datagrams && await this.#sendDatagram(group)) continue;
       // A newer group on a stream shows the subscriber any datagram lost before it.
       if (this.#tail && group.sequence > this.#tail.sequence) this.#tail = undefined;
-      if (this.#halt.signal.aborted) return false;
+      if (this.#halted) return false;
       const waited = this.#streams.send(group);
       if (waited) await waited;
     }
@@ -194,19 +208,16 @@ class ServedSubscription {
     return false;
   }
 
-  // Nothing to send now: finished (true), stopped (false), or waits for a wake (undefined).
-  async #idle(): Promise<boolean | undefined> {
-    if (this.#halt.signal.aborted) return false;
-    if (this.#tail && Date.now() >= this.#tailAt) {
-      await this.#repeatTail();
-      return undefined;
-    }
+  // Nothing to send now: finished (true), stopped (false), or what to await before polling
+  // again (the tail's repeat, or a wake).
+  #idle(): boolean | Promise<void> {
+    if (this.#halted) return false;
+    if (this.#tail && Date.now() >= this.#tailAt) return this.#repeatTail();
     if (this.#producer.closed) return true;
     const gapDeadline = this.#gaps.nextDeadline();
     if (gapDeadline !== undefined) this.#wake.wakeAt(gapDeadline);
     if (this.#tail) this.#wake.wakeAt(this.#tailAt);
-    await this.#wake.wait(this.#cursor);
-    return undefined;
+    return this.#wake.wait(this.#cursor);
   }
 
   // Sends the group as a datagram if it can go as one, and remembers it as the tail.

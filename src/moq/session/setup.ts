@@ -9,6 +9,7 @@ import {
 } from "../codec/mod.ts";
 import { Sender } from "../sender.ts";
 import { errorText } from "../../error_text/mod.ts";
+import { sleep } from "../../timers/mod.ts";
 import type { SessionCore } from "./core.ts";
 import { CONTROL_SEND_ORDER } from "./send_order.ts";
 
@@ -28,14 +29,12 @@ export function startSetup(core: SessionCore): void {
 
 /** Waits for the peer's SETUP (lite-05) up to `ms`; false on timeout. */
 export async function awaitSetup(core: SessionCore, ms: number): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
+  const late = new AbortController();
+  const timeout = sleep(ms, late.signal, core.timers).then(() => false);
   try {
     return await Promise.race([core.setupReceived.then(() => true), timeout]);
   } finally {
-    clearTimeout(timer);
+    late.abort();
   }
 }
 
@@ -59,7 +58,12 @@ export async function receiveSetup(core: SessionCore, r: StreamReader): Promise<
   } catch (err) {
     return core.violation(`bad SETUP: ${errorText(err)}`);
   }
-  core.session.peerSetup = setup;
+  if (setup.path === undefined) core.session.peerSetup = setup;
+  else {
+    // Kept without its Path: the session's URL holds it, and with it the credential, once.
+    const { path: _, ...rest } = setup;
+    core.session.peerSetup = rest;
+  }
   if (setup.path !== undefined) {
     if (core.role === "client") return core.violation("SETUP Path sent by a server");
     if (core.transport.transport !== "quic") {

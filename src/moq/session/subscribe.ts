@@ -10,7 +10,7 @@ import {
 } from "../codec/mod.ts";
 import { MoqError, refusalKind } from "../errors.ts";
 import { normalizePath } from "../../path/mod.ts";
-import { wirePath } from "../path.ts";
+import { wirePath } from "../wire_path.ts";
 import { errorText } from "../../error_text/mod.ts";
 import { SessionClosedError, StreamError } from "../../transport/mod.ts";
 import type { SessionCore } from "./core.ts";
@@ -28,7 +28,7 @@ export function subscribe(
 ): Subscription {
   const id = core.nextSubscribeId++;
   const limit = options.queueLimit ?? core.options.maxGroupQueue ?? 64;
-  const sub = new Subscription(normalizePath(path), track, id, limit);
+  const sub = new Subscription(normalizePath(path), track, id, limit, core.timers);
   sub.partial = options.partial ?? false;
   if (core.isClosed) {
     sub._end(new MoqError("closed", "Session closed"));
@@ -82,7 +82,7 @@ async function runSubscribe(
   } catch (err) {
     if (closing.aborted || core.isClosed) return;
     const error = subscribeFailure(core, sub, err);
-    if (error.kind === "protocol") core.streamFailed("subscribe", err);
+    if (error.code === "protocol_violation") core.streamFailed("subscribe", err);
     sub._end(error);
   } finally {
     request.release();
@@ -141,7 +141,7 @@ function applyResponse(
 ): void {
   if (core.version === "moq-lite-04") {
     if (first && resp.kind !== "ok") {
-      throw new MoqError("protocol", "first response is not SUBSCRIBE_OK");
+      throw new MoqError("protocol_violation", "first response is not SUBSCRIBE_OK");
     }
     if (resp.kind === "ok") {
       sub.info ??= {
@@ -165,9 +165,11 @@ function applyResponse(
 /** What a failed SUBSCRIBE request means for its subscription. */
 function subscribeFailure(core: SessionCore, sub: Subscription, err: unknown): MoqError {
   if (err instanceof MoqError) return err;
-  if (err instanceof DecodeError) return new MoqError("protocol", errorText(err), { cause: err });
+  if (err instanceof DecodeError) {
+    return new MoqError("protocol_violation", errorText(err), { cause: err });
+  }
   const failure = core.transport.translateError(err);
-  const refused = failure instanceof StreamError ? refusalKind(failure.code) : undefined;
+  const refused = failure instanceof StreamError ? refusalKind(failure.wireCode) : undefined;
   if (refused) {
     return new MoqError(refused, `Subscription to "${sub.path}" "${sub.track}" refused`, {
       cause: failure,

@@ -3,6 +3,7 @@ import type { SubscribeUpdate, TrackInfo } from "../codec/mod.ts";
 import { MoqError } from "../errors.ts";
 import { BackpressureQueue as AsyncQueue } from "../../wire/mod.ts";
 import { SequenceWindow } from "../sequence_window.ts";
+import { systemTimers, type Timers } from "../../timers/mod.ts";
 import type { ReceivedGroup } from "./types.ts";
 
 /**
@@ -67,10 +68,18 @@ export class Subscription implements AsyncIterable<ReceivedGroup> {
   #resolveAnswered!: () => void;
   #rejectAnswered!: (err: unknown) => void;
   #answered = false;
-  #grace: ReturnType<typeof setTimeout> | undefined;
+  #grace: unknown;
+  readonly #timers: Timers;
 
   /** @internal */
-  constructor(path: string, track: string, id: bigint, limit: number) {
+  constructor(
+    path: string,
+    track: string,
+    id: bigint,
+    limit: number,
+    timers: Timers = systemTimers,
+  ) {
+    this.#timers = timers;
     this.path = path;
     this.track = track;
     this.id = id;
@@ -157,7 +166,7 @@ export class Subscription implements AsyncIterable<ReceivedGroup> {
 
   /** @internal Ends iteration (cleanly, or with an error). */
   _end(error?: unknown): void {
-    if (this.#grace !== undefined) clearTimeout(this.#grace);
+    if (this.#grace !== undefined) this.#timers.clearTimeout(this.#grace);
     this.#grace = undefined;
     if (!this.#accepted) {
       this.#rejectReady(error ?? new MoqError("closed", "Subscription ended before it started"));
@@ -185,7 +194,7 @@ export class Subscription implements AsyncIterable<ReceivedGroup> {
     if (this.#grace !== undefined) return;
     const wait = this._endGroup === undefined ? graceMs : LATE_GROUP_WAIT_MS;
     this.#finishBy ??= now + wait;
-    this.#grace = setTimeout(() => {
+    this.#grace = this.#timers.setTimeout(() => {
       this.#grace = undefined;
       this._end();
     }, Math.max(0, this.#finishBy - now));

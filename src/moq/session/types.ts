@@ -1,25 +1,29 @@
 /** The public shapes of a moq-lite session's options, requests and received groups. */
 import type { LiveFrames, TrackProducer } from "../track/mod.ts";
+import type { Timers } from "../../timers/mod.ts";
 import type { DeliveryTurns } from "./delivery_turns.ts";
 import type { Announcer } from "../announcer.ts";
-import type { MoqSession } from "./moq_session.ts";
+import type { MoqPeer } from "../peer.ts";
 
 /** What the peer asks to be served. */
 export interface ServeRequest {
-  /** "track" (lite-05 TRACK), "subscribe" or "fetch". */
-  readonly kind: "track" | "subscribe" | "fetch";
+  /**
+   * "track" (lite-05 TRACK), "subscribe", "fetch", or "status" (IETF
+   * TRACK_STATUS: answered from the source, which no cursor reads).
+   */
+  readonly kind: "track" | "subscribe" | "fetch" | "status";
   /** Canonical broadcast path. */
   readonly path: string;
   /** Track name. */
   readonly track: string;
   /** The session asking (its `url` carries the client's query, e.g. `jwt`). */
-  readonly session: MoqSession;
+  readonly session: MoqPeer;
   /** The first group a SUBSCRIBE asks for, when it names one. */
   readonly start?: number;
 }
 
 /** The application's answer: a source to serve from, or a refusal. */
-export type ServeDecision = TrackProducer | "not-found" | "unauthorized" | undefined;
+export type ServeDecision = TrackProducer | "not_found" | "unauthorized" | undefined;
 
 /** Decides per request whether and from which source to serve. */
 export type ServeHandler = (request: ServeRequest) => ServeDecision | Promise<ServeDecision>;
@@ -33,9 +37,9 @@ export interface SessionPolicy {
   /** Serves the peer's TRACK / SUBSCRIBE / FETCH requests; default: nothing is served. */
   readonly serve?: ServeHandler;
   /** Which of our announcements this peer may see (default all). */
-  readonly announceFilter?: (path: string, session: MoqSession) => boolean;
+  readonly announceFilter?: (path: string, session: MoqPeer) => boolean;
   /** Which of the peer's announcements we accept (default all); refused ones are counted. */
-  readonly acceptAnnounce?: (path: string, session: MoqSession) => boolean;
+  readonly acceptAnnounce?: (path: string, session: MoqPeer) => boolean;
   /**
    * Which served tracks may travel as datagrams (lite-05, native QUIC and
    * WebTransport only): a group of such a track that is one frame and fits
@@ -43,27 +47,57 @@ export interface SessionPolicy {
    * takes a stream. Datagrams are not retransmitted: a subscriber must be
    * able to repair a lost one (FETCH). Default: none.
    */
-  readonly datagrams?: (path: string, track: string, session: MoqSession) => boolean;
+  readonly datagrams?: (path: string, track: string, session: MoqPeer) => boolean;
 }
+
+/**
+ * Broadcasts one announce stream follows at once by default: a mesh peer
+ * announces every route it has, so this is well past what a mesh carries,
+ * and still bounds what one session can make its peer keep.
+ */
+export const MAX_ANNOUNCED = 65_536;
 
 /** Options for {@linkcode connect} and {@linkcode accept}. */
 export interface MoqSessionOptions extends SessionPolicy {
   /** Closes the session when aborted. */
   readonly signal?: AbortSignal;
+  /**
+   * Timers of the session's waits: SETUP, a finished subscription's stragglers, group expiry
+   * and the serving loops' wake-ups (default the system's).
+   */
+  readonly timers?: Timers;
   /** Our origin (hop) id; default a random 53-bit value (JS peers read hops as 53-bit). */
   readonly origin?: bigint;
   /** Broadcasts to announce to the peer; default a private announcer (see `session.announce`). */
   readonly announcer?: Announcer;
   /** Per-subscriber queue bound in groups before skipping to the latest (default 16). */
   readonly maxGroupQueue?: number;
-  /** Largest frame accepted from the peer (default 16 MiB). */
+  /**
+   * Broadcasts the peer may have announced at once on one announce stream
+   * (default {@linkcode MAX_ANNOUNCED}); past it, more are refused as
+   * `acceptAnnounce` refuses (counted, logged once) until some are withdrawn.
+   */
+  readonly maxAnnounced?: number;
+  /** Largest frame accepted from the peer (default 32 MiB: a 16 MiB stream append as a record). */
   readonly maxFrameSize?: number;
   /** Largest group accepted from the peer (default 64 MiB). */
   readonly maxGroupSize?: number;
   /** Bytes of partially received groups held at once per session (default 128 MiB). */
   readonly maxBufferedBytes?: number;
-  /** Concurrent group streams per served subscription (default 16). */
+  /**
+   * Concurrent group streams per served subscription (default 16); a live
+   * group waiting for frames holds none, but at most 4 times this many are
+   * open.
+   */
   readonly maxGroupsInFlight?: number;
+  /**
+   * Payload bytes of the open group streams per served subscription
+   * (default 8 MiB; a live group's frames count as they are written; a group
+   * starts while none is open, however large): a subscriber that reads
+   * slowly holds at most this much of groups the track's cache has already
+   * let go.
+   */
+  readonly maxBytesInFlight?: number;
   /**
    * Turns the served subscriptions share, for fairness under overload: one
    * instance for all the sessions of a process (default none: every loop
@@ -91,7 +125,7 @@ export interface MoqAcceptOptions extends MoqSessionOptions {
    * those hooks, built from what admission found (a credential's grant),
    * in place of the options' own.
    */
-  readonly admit?: (session: MoqSession) => AdmitDecision | Promise<AdmitDecision>;
+  readonly admit?: (session: MoqPeer) => AdmitDecision | Promise<AdmitDecision>;
 }
 
 /**

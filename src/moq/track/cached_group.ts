@@ -29,12 +29,15 @@ export class CachedGroup {
   #v04: Uint8Array<ArrayBuffer> | undefined;
   #v05: Uint8Array<ArrayBuffer> | undefined;
   #size = -1;
+  // The size given for frames made on first read, counted against a cache budget meanwhile.
+  readonly #estimate: number | undefined;
   #stream: { version: Version; id: bigint; bytes: Uint8Array<ArrayBuffer> } | undefined;
 
   /**
    * Makes a group; frames given as a function are made on first read. A
    * group that did not come through a producer's writes (one fetched from
-   * elsewhere) has index -1.
+   * elsewhere) has index -1. `estimate` is the payload size of frames given
+   * as a function, so a byte budget can count them without making them.
    */
   constructor(
     sequence: number,
@@ -42,8 +45,10 @@ export class CachedGroup {
     timestamp: number | bigint,
     index: number,
     writtenAt = 0,
+    estimate?: number,
   ) {
     this.sequence = sequence;
+    this.#estimate = estimate;
     this.#frames = frames;
     if (frames instanceof LiveFrames) this.#live = frames;
     this.exactTimestamp = BigInt(timestamp);
@@ -109,6 +114,15 @@ export class CachedGroup {
       this.#size = n;
     }
     return this.#size;
+  }
+
+  /**
+   * The payload bytes a cache budget counts: the estimate given for frames
+   * not made yet, else {@linkcode size}.
+   */
+  get cost(): number {
+    if (typeof this.#frames === "function" && this.#estimate !== undefined) return this.#estimate;
+    return this.size;
   }
 
   /**

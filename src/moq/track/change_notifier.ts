@@ -13,9 +13,15 @@ export class ChangeNotifier {
   #notify: (() => void) | undefined;
   readonly #waiters = new Set<() => void>();
 
-  /** A notifier that wakes at once, or (`batch`) once after the turn of a write. */
-  constructor(batch: boolean) {
+  readonly #beforeWake: (() => void) | undefined;
+
+  /**
+   * A notifier that wakes at once, or (`batch`) once after the turn of a
+   * write, calling `beforeWake` first.
+   */
+  constructor(batch: boolean, beforeWake?: () => void) {
     this.#batch = batch;
+    this.#beforeWake = beforeWake;
   }
 
   /** A group was written: wakes the waiters now, or after this turn when batching. */
@@ -33,6 +39,7 @@ export class ChangeNotifier {
 
   /** Wakes every waiter now. */
   wake(): void {
+    this.#beforeWake?.();
     const notify = this.#notify;
     this.#changed = undefined;
     this.#notify = undefined;

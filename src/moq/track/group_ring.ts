@@ -15,8 +15,10 @@ export interface RingLimits {
  * A track's recent groups in arrival order, each numbered by its arrival
  * index. Cursors follow it by index, so a late group is simply the next
  * arrival for every cursor that has not passed it. It holds `size` groups,
- * and up to {@linkcode MAX_BURST_GROUPS} more while the oldest is younger
- * than `burstMs`; groups older than `maxAgeMs` go even within the count.
+ * and up to {@linkcode MAX_BURST_GROUPS} more while the oldest is young:
+ * not yet handed to the cursors ({@linkcode GroupRing.handedOver}), or
+ * handed over less than `burstMs` ago; groups older than `maxAgeMs` go even
+ * within the count.
  * Neither count nor age drops a group still being written or the newest
  * complete group (by sequence): a joiner of a media track gets its current
  * GOP from the first frame, and a whole-group reader the last complete one.
@@ -39,6 +41,11 @@ export class GroupRing {
   readonly #maxAgeMs: number;
   readonly #bytes: RingBytes | undefined;
   #written = 0;
+  // When the newest arrival dropped from the front (just before `oldest`) was written.
+  #goneWrittenAt = -Infinity;
+  // The hand-overs of arrivals still held, oldest first: those below `end` (and at or above
+  // the previous one's end) were handed to the cursors at `at`. At most one per arrival held.
+  readonly #handOvers: { end: number; at: number }[] = [];
 
   /** An empty ring of `size` groups (at least 1). */
   constructor(size: number, burstMs: number, clock: () => number, limits: RingLimits = {}) {
@@ -66,14 +73,32 @@ export class GroupRing {
     return this.#slots[0]?.index ?? this.#written;
   }
 
+  /**
+   * When the arrival just before {@linkcode oldest} was written (-Infinity
+   * while none has gone): arrivals are stamped in order, so every arrival the
+   * ring no longer holds or places was written no later than this.
+   */
+  get goneWrittenAt(): number {
+    return this.#goneWrittenAt;
+  }
+
   /** Groups held now. */
   get length(): number {
     return this.#held;
   }
 
-  /** Takes a group as the next arrival, evicting what the ring's bounds no longer allow. */
-  append(sequence: number, frames: GroupFrames, timestamp: bigint, now: number): CachedGroup {
-    const group = new CachedGroup(sequence, frames, timestamp, this.#written++, now);
+  /**
+   * Takes a group as the next arrival, evicting what the ring's bounds no
+   * longer allow; `estimate` is the size of frames given as a function.
+   */
+  append(
+    sequence: number,
+    frames: GroupFrames,
+    timestamp: bigint,
+    now: number,
+    estimate?: number,
+  ): CachedGroup {
+    const group = new CachedGroup(sequence, frames, timestamp, this.#written++, now, estimate);
     this.#slots.push(group);
     this.#held++;
     const bytes = this.#bytes;
@@ -125,11 +150,14 @@ export class GroupRing {
     this.#held--;
     this.#bytes?.removed(gone);
     if (i > 0) {
-      slots[i] = { index: gone.index, sequence: gone.sequence };
+      slots[i] = { index: gone.index, sequence: gone.sequence, writtenAt: gone.writtenAt };
       return;
     }
     slots.shift();
-    while (slots.length > 0 && !(slots[0] instanceof CachedGroup)) slots.shift();
+    this.#goneWrittenAt = gone.writtenAt;
+    while (slots.length > 0 && !(slots[0] instanceof CachedGroup)) {
+      this.#goneWrittenAt = slots.shift()!.writtenAt;
+    }
   }
 
   /** The group at arrival index `index`, if still held. */
@@ -157,10 +185,44 @@ export class GroupRing {
     return group !== undefined && this.#young(group, this.#clock());
   }
 
+  /**
+   * Every arrival so far was handed to the cursors now (their wake after the
+   * turn of the writes): the burst window of those not handed over before
+   * starts now.
+   */
+  handedOver(): void {
+    const turns = this.#handOvers;
+    if (this.#burstMs === 0 || this.#written === (turns[turns.length - 1]?.end ?? 0)) return;
+    this.#pruneHandOvers();
+    turns.push({ end: this.#written, at: this.#clock() });
+  }
+
+  // Forgets the hand-overs of arrivals no longer held.
+  #pruneHandOvers(): void {
+    const turns = this.#handOvers;
+    const oldest = this.oldest;
+    while (turns.length > 0 && turns[0]!.end <= oldest) turns.shift();
+  }
+
   /** A held group by sequence (the latest arrival of it: an abandoned one may come again). */
   find(sequence: number): CachedGroup | undefined {
     const slot = this.#slots.findLast((g) => g.sequence === sequence);
     return slot instanceof CachedGroup ? slot : undefined;
+  }
+
+  /**
+   * The held group with the lowest sequence above `sequence` (`above`), and
+   * whether any held group is below it (`below`).
+   */
+  around(sequence: number): { above: CachedGroup | undefined; below: boolean } {
+    let above: CachedGroup | undefined;
+    let below = false;
+    for (const g of this.#slots) {
+      if (!(g instanceof CachedGroup)) continue;
+      if (g.sequence < sequence) below = true;
+      else if (g.sequence > sequence && (!above || g.sequence < above.sequence)) above = g;
+    }
+    return { above, below };
   }
 
   /** The held groups from sequence `floor` on, in sequence order. */
@@ -172,9 +234,15 @@ export class GroupRing {
     return groups;
   }
 
-  // Written less than burstMs ago (never, with burstMs 0).
+  // Not handed to the cursors yet, or less than burstMs ago (never young, with burstMs 0).
+  // Measured from the hand-over, not the write: a turn that lasts longer than the window (a
+  // backlog of upstream groups taken in one go, a process descheduled mid-turn on a loaded
+  // host) would otherwise evict, or let a cursor skip, groups no cursor could have read yet.
   #young(group: CachedGroup, now: number): boolean {
-    return now - group.writtenAt < this.#burstMs;
+    if (this.#burstMs === 0) return false;
+    this.#pruneHandOvers();
+    const turn = this.#handOvers.find((t) => group.index < t.end);
+    return turn === undefined || now - turn.at < this.#burstMs;
   }
 }
 
@@ -184,16 +252,21 @@ export interface DroppedGroup {
   readonly index: number;
   /** Its sequence. */
   readonly sequence: number;
+  /** When it arrived (as {@linkcode CachedGroup.writtenAt}). */
+  readonly writtenAt: number;
 }
 
 /**
  * The payload bytes a ring holds against its budget. A group still arriving
- * grows, so open groups are summed afresh each time; complete ones once.
+ * grows, so open groups are summed afresh each time; complete ones once, and
+ * what was counted is what is taken off (a redaction may shrink a group later).
  */
 class RingBytes {
   readonly #max: number;
   #complete = 0;
   readonly #open = new Set<CachedGroup>();
+  // Held complete groups (the ring's own bound bounds them) and the bytes counted for each.
+  readonly #counted = new Map<CachedGroup, number>();
 
   constructor(max: number) {
     this.#max = max;
@@ -207,12 +280,20 @@ class RingBytes {
 
   added(group: CachedGroup): void {
     this.#settle();
-    if (group.complete) this.#complete += group.size;
+    if (group.complete) this.#count(group);
     else this.#open.add(group);
   }
 
   removed(group: CachedGroup): void {
-    if (!this.#open.delete(group)) this.#complete -= group.size;
+    if (this.#open.delete(group)) return;
+    this.#complete -= this.#counted.get(group) ?? 0;
+    this.#counted.delete(group);
+  }
+
+  #count(group: CachedGroup): void {
+    const cost = group.cost;
+    this.#complete += cost;
+    this.#counted.set(group, cost);
   }
 
   over(): boolean {
@@ -224,7 +305,7 @@ class RingBytes {
     for (const g of this.#open) {
       if (g.complete) {
         this.#open.delete(g);
-        this.#complete += g.size;
+        this.#count(g);
       }
     }
   }

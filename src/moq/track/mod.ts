@@ -7,11 +7,19 @@
  */
 export { CachedGroup, type GroupFrames } from "./cached_group.ts";
 export { MAX_BURST_GROUPS } from "./group_ring.ts";
+export {
+  type BudgetHolder,
+  DEFAULT_MAX_BUFFERED,
+  DEFAULT_MAX_FRAME,
+  DEFAULT_MAX_GROUP,
+  ReceiveBudget,
+} from "./receive_budget.ts";
 export { LiveFrames, type LiveState } from "./live_frames.ts";
-export { TrackCursor, type TrackObserver } from "./track_cursor.ts";
+export { HOLE_WAIT_MS, TrackCursor, type TrackObserver } from "./track_cursor.ts";
 export {
   type FetchedGroup,
   type GroupFetcher,
+  type GroupPresence,
   TrackProducer,
   type TrackProducerOptions,
   type WriteGroupOptions,

@@ -1,58 +1,18 @@
 import type { CachedGroup } from "./cached_group.ts";
+import { systemTimers, type Timers } from "../../timers/mod.ts";
 import type { GroupRing } from "./group_ring.ts";
-import type { BelowStartLog } from "./below_start_log.ts";
-import type { ChangeNotifier } from "./change_notifier.ts";
+import { type GapFetch, GapReader } from "./gap_reader.ts";
+import { PassedHoles } from "./passed_holes.ts";
+import type { CursorFlow, CursorSource, CursorStart } from "./cursor_source.ts";
 
-/** What a producer tells its observer about its cursors (the relay counts with it). */
-export interface TrackObserver {
-  /** A cursor was opened (a subscriber started reading). */
-  attached?(): void;
-  /** A cursor was closed. */
-  detached?(): void;
-  /** A cursor handed `group` to its subscriber. */
-  delivered?(group: CachedGroup): void;
-  /**
-   * `bytes` payload bytes of `group` went to a subscriber: on a subscription's
-   * stream (frame by frame while the group arrives) or as a datagram, or in a
-   * FETCH answer. Told by the sessions serving the track, as they hand the
-   * bytes to the transport ({@linkcode TrackProducer.sent}).
-   */
-  sent?(group: CachedGroup, bytes: number): void;
-  /**
-   * A cursor withheld `count` groups from its subscriber: `forward` when it
-   * skipped forward because the subscriber fell behind, false for a late
-   * group that arrived below the point it had skipped to.
-   */
-  skipped?(count: number, forward: boolean): void;
-}
+export type { CursorFlow, CursorSource, CursorStart, TrackObserver } from "./cursor_source.ts";
 
-/** What a cursor reads of its producer (one per producer, shared by its cursors). */
-export interface CursorSource {
-  /** The groups, by arrival. */
-  readonly ring: GroupRing;
-  /** Writes below an open cursor's start, for counting evicted ones. */
-  readonly belowStart: BelowStartLog;
-  /** Wakes a waiting cursor. */
-  readonly changes: ChangeNotifier;
-  /** Told of deliveries and skips. */
-  readonly observer: TrackObserver | undefined;
-  /** True once the track closed. */
-  closed(): boolean;
-}
-
-/** Where a new cursor starts. */
-export interface CursorStart {
-  /** The lowest sequence the subscriber asked for. */
-  readonly floor: number;
-  /** Cached groups to hand over first, in sequence order. */
-  readonly backlog: CachedGroup[];
-  /** The arrival index of the first group written after the cursor was made. */
-  readonly index: number;
-  /** How far behind the cursor may fall before it skips ahead. */
-  readonly limit: number;
-  /** Runs once when the cursor is closed. */
-  readonly release: () => void;
-}
+/**
+ * How long a flow-controlled cursor waits for a group missing among those
+ * held (reordered or being repaired) before it reads it back, or goes on
+ * without it when there is nowhere to read it from or it is not there.
+ */
+export const HOLE_WAIT_MS = 200;
 
 /**
  * One subscriber's position in a `TrackProducer`: the cached groups
@@ -92,6 +52,16 @@ export class TrackCursor {
   #index: number;
   #skipped = 0;
   #release: (() => void) | undefined;
+  // Flow control only: the highest sequence delivered or passed over, the groups being read
+  // back because the cache dropped them first, and since when they have been waiting at least.
+  #passed: number;
+  #gap: GapReader | undefined;
+  #gapSince = 0;
+  readonly #openedAt: number;
+  #waiter: (() => void) | undefined;
+  #fromFirst: boolean;
+  #timer: unknown;
+  readonly #holes = new PassedHoles();
 
   /** @internal Made by `TrackProducer.cursor`. */
   constructor(source: CursorSource, start: CursorStart) {
@@ -102,7 +72,12 @@ export class TrackCursor {
     this.#index = start.index;
     this.#limit = start.limit;
     this.#release = start.release;
-    this.#backlog = start.backlog;
+    // With flow control the cursor reads every sequence from its start, from the cache or
+    // read back, so a start older than the cache gets what the cache dropped too.
+    this.#backlog = source.flow ? [] : start.backlog;
+    this.#passed = start.floor - 1;
+    this.#fromFirst = start.fromFirst ?? false;
+    this.#openedAt = source.flow?.clock() ?? 0;
     // More cached groups than the queue allows: start at the newest sequence
     // (the backlog is sorted by sequence), as a live skip would.
     if (this.#backlog.length > this.#limit) {
@@ -122,12 +97,153 @@ export class TrackCursor {
     this.#source.observer?.skipped?.(count, forward);
   }
 
+  readonly #skipLate = (count: number): void => this.#skip(count, false);
+
   /** The next group without waiting, or undefined if none is ready. */
   poll(): CachedGroup | undefined {
-    const group = this.#backlog.length > 0 ? this.#backlog.shift() : this.#pollLive();
-    if (group) this.#source.observer?.delivered?.(group);
+    const group = this.#backlog.length > 0
+      ? this.#backlog.shift()
+      : this.#source.flow
+      ? this.#pollFlow(this.#source.flow)
+      : this.#pollLive();
+    if (group) {
+      if (group.sequence > this.#passed) this.#passed = group.sequence;
+      this.#source.observer?.delivered?.(group);
+    }
     return group;
   }
+
+  /** True while groups the cache dropped are being read back for this cursor. */
+  get reading(): boolean {
+    return this.#gap !== undefined;
+  }
+
+  // Flow control: nothing is skipped for the queue's length. The cursor delivers sequence
+  // after sequence; one the cache dropped before the cursor took it is read back. Only a
+  // cursor whose next group has waited longer than the lag bound is slower than the
+  // track, and skips to the newest.
+  #pollFlow(flow: CursorFlow): CachedGroup | undefined {
+    const ring = this.#ring;
+    const late = this.#holes.late(ring, this.#source.written) ??
+      this.#holes.readBack(flow, this.#readDone, this.#skipLate);
+    if (late) return late;
+    if (this.#fromFirst) {
+      // Nothing before the first group written is wanted (nor was there any).
+      const first = this.#source.first();
+      if (first < 0) return undefined;
+      this.#passed = Math.max(this.#passed, first - 1);
+      this.#fromFirst = false;
+    }
+    for (;;) {
+      const gap = this.#gap;
+      if (gap) {
+        if (flow.clock() - this.#gapSince > flow.lagMs) return this.#skipFlow();
+        // Written meanwhile (a relay repairs too): the cache has it, the read is not awaited.
+        const written = ring.find(this.#passed + 1);
+        const read = written && written.live?.state !== "reset" ? gap.skip(written) : gap.take();
+        if (read === "reading") return undefined;
+        if (gap.remaining === 0) this.#endGap();
+        if (typeof read === "object") return read;
+        // None there: delivered should it still be written.
+        this.#passed++;
+        this.#holes.passed(this.#passed, this.#passed + 1, ring.written);
+        continue;
+      }
+      const next = this.#passed + 1;
+      if (next > this.#source.latest()) return undefined;
+      // Groups come in sequence order here, so the next one is mostly the next arrival.
+      const arrived = ring.at(this.#index);
+      const found = arrived?.sequence === next && arrived.live?.state !== "reset"
+        ? arrived
+        : ring.find(next);
+      // One abandoned mid-way (its upstream went away) may come again whole: a hole till then.
+      const group = found?.live?.state === "reset" ? undefined : found;
+      if (group) {
+        this.#index = group.index + 1;
+        return this.#waited(flow, group.writtenAt) > flow.lagMs ? this.#skipFlow() : group;
+      }
+      const { above, below } = ring.around(next);
+      if ((below || found) && above) {
+        // A hole among what is held: the group is on its way (reordered, retransmitted, or
+        // being repaired by a relay). Wait a little for it; then go on without it, and
+        // deliver it should it still come (late, like any late group).
+        const waited = flow.clock() - above.writtenAt;
+        if (waited < HOLE_WAIT_MS) {
+          this.#wakeIn(HOLE_WAIT_MS - waited);
+          return undefined;
+        }
+        if (flow.fetch) {
+          // Read it back (a relay's FETCH upstream finds what its own repair has not written
+          // yet); one not there either is passed, and delivered should it still come.
+          this.#gapSince = Math.max(above.writtenAt, this.#openedAt);
+          this.#gap = this.#readBack(next, above.sequence, flow.fetch, flow.timers);
+          continue;
+        }
+        this.#holes.passed(next, above.sequence, ring.written);
+        this.#passed = above.sequence - 1;
+        continue;
+      }
+      // Older than everything held: dropped before this cursor took it. Read it back.
+      if (!flow.fetch) return this.#skipFlow();
+      const to = above?.sequence ?? this.#source.latest() + 1;
+      // Arrivals this cursor had not read are gone too: they have waited at least since the
+      // last of them was written. (A cursor back from a stall may find everything it missed
+      // dropped by age and only a group written just now held: measured from that group, it
+      // would read its whole stall back instead of skipping.)
+      const gone = this.#index < ring.oldest ? ring.goneWrittenAt : Infinity;
+      const since = Math.min(above?.writtenAt ?? flow.clock(), gone);
+      this.#gapSince = Math.max(since, this.#openedAt);
+      this.#gap = this.#readBack(next, to, flow.fetch, flow.timers);
+    }
+  }
+
+  // Reads `[from, to)` back through `fetch`, waking this cursor as the groups come.
+  #readBack(from: number, to: number, fetch: GapFetch, timers: Timers): GapReader {
+    return new GapReader(from, to, this.#gapSince, fetch, this.#readDone, timers);
+  }
+
+  // How long a group written at `writtenAt` has waited for this cursor: not since before it
+  // was opened (a subscriber asking for older groups has the lag bound to read them).
+  #waited(flow: CursorFlow, writtenAt: number): number {
+    return flow.clock() - Math.max(writtenAt, this.#openedAt);
+  }
+
+  // Slower than the track: on to the newest group. Every sequence passed over counts.
+  #skipFlow(): CachedGroup | undefined {
+    this.#endGap();
+    this.#holes.clear();
+    const latest = this.#source.latest();
+    const target = this.#ring.find(latest);
+    const passed = latest - (this.#passed + 1) + (target ? 0 : 1);
+    this.#passed = target ? latest - 1 : latest;
+    if (passed > 0) this.#skip(passed);
+    return target;
+  }
+
+  #timers(): Timers {
+    return this.#source.flow?.timers ?? systemTimers;
+  }
+
+  // Wakes whoever waits for this cursor in `ms` (one timer at a time).
+  #wakeIn(ms: number): void {
+    if (this.#timer !== undefined) return;
+    this.#timer = this.#timers().setTimeout(() => {
+      this.#timer = undefined;
+      this.#readDone();
+    }, Math.max(1, ms));
+  }
+
+  #endGap(): void {
+    this.#gap?.close();
+    this.#gap = undefined;
+  }
+
+  // A group was read back: wake whoever waits for this cursor.
+  readonly #readDone = (): void => {
+    const waiter = this.#waiter;
+    this.#waiter = undefined;
+    waiter?.();
+  };
 
   #pollLive(): CachedGroup | undefined {
     const ring = this.#ring;
@@ -185,8 +301,17 @@ export class TrackCursor {
     for (;;) {
       const group = this.poll();
       if (group) return group;
-      if (this.#source.closed() || signal?.aborted) return undefined;
-      await this.#source.changes.wait(signal);
+      const reading = this.#gap !== undefined || this.#holes.reading;
+      if (signal?.aborted || (this.#source.closed() && !reading)) return undefined;
+      if (!reading && this.#timer === undefined) {
+        await this.#source.changes.wait(signal);
+        continue;
+      }
+      // Reading back: a read, a write or the abort goes on.
+      await new Promise<void>((resolve) => {
+        this.onChange(resolve);
+        signal?.addEventListener("abort", () => resolve(), { once: true });
+      });
     }
   }
 
@@ -198,10 +323,15 @@ export class TrackCursor {
    */
   onChange(callback: () => void): void {
     this.#source.changes.onChange(callback);
+    if (this.#gap || this.#holes.reading || this.#timer !== undefined) this.#waiter = callback;
   }
 
   /** Releases the cursor (idempotent). */
   close(): void {
+    this.#endGap();
+    this.#holes.clear();
+    if (this.#timer !== undefined) this.#timers().clearTimeout(this.#timer);
+    this.#timer = undefined;
     this.#release?.();
     this.#release = undefined;
   }

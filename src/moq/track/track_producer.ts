@@ -1,11 +1,17 @@
 import { MAX_TIMESTAMP, type TrackInfo } from "../codec/mod.ts";
+import { systemTimers, type Timers } from "../../timers/mod.ts";
 import { SequenceWindow } from "../sequence_window.ts";
 import { CachedGroup, type GroupFrames } from "./cached_group.ts";
 import { GroupRing } from "./group_ring.ts";
 import type { LiveFrames } from "./live_frames.ts";
 import { BelowStartLog } from "./below_start_log.ts";
 import { ChangeNotifier } from "./change_notifier.ts";
-import { type CursorSource, TrackCursor, type TrackObserver } from "./track_cursor.ts";
+import {
+  type CursorFlow,
+  type CursorSource,
+  TrackCursor,
+  type TrackObserver,
+} from "./track_cursor.ts";
 
 /** Options for {@linkcode TrackProducer}. */
 export interface TrackProducerOptions {
@@ -28,6 +34,8 @@ export interface TrackProducerOptions {
   readonly timescale?: number;
   /** Clock for default group timestamps and {@linkcode CachedGroup.writtenAt}, in ms (default Date.now). */
   readonly clock?: () => number;
+  /** Timers of the cursors' waits: a lagging reader's wake-up, a read-back's retry (default the system's). */
+  readonly timers?: Timers;
   /** Told of what the track's cursors do (deliveries, skips, subscribers coming and going). */
   readonly observer?: TrackObserver;
   /**
@@ -39,13 +47,26 @@ export interface TrackProducerOptions {
    * Deliver groups that arrive together as a burst (default 0: off). Waiting
    * cursors are woken once the event-loop turn of a write is over, so they
    * take every group written in that turn at once (a QUIC connection then
-   * packs them into far fewer packets), and a group younger than this many
-   * ms is neither dropped from the cache for its size nor skipped by a
-   * cursor for its queue bound (at most {@linkcode MAX_BURST_GROUPS} more
-   * are kept). A relay, whose groups arrive one by one from its upstream,
-   * sets it.
+   * packs them into far fewer packets), and a group not yet handed to them
+   * by that wake, or handed over less than this many ms ago, is neither
+   * dropped from the cache for its size nor skipped by a cursor for its
+   * queue bound (at most {@linkcode MAX_BURST_GROUPS} more are kept). The
+   * window starts at the wake, not the write: a turn longer than the window
+   * (a backlog taken in one go, a process descheduled mid-turn) leaves every
+   * cursor its chance at the turn's groups. A relay, whose groups arrive one
+   * by one from its upstream, sets it.
    */
   readonly burstMs?: number;
+  /**
+   * Flow control for a track whose every group is wanted, such as a ledger's
+   * records (default 0: off). No cursor is skipped for the length of its
+   * queue: one that falls behind the cache reads the groups it missed
+   * through `fetchMissing`, in order, and skips ahead (counted, as any skip)
+   * only once the next group it has to deliver was written more than this
+   * many ms ago, that is when it is slower than the track. Groups must be
+   * written in sequence order.
+   */
+  readonly lagMs?: number;
 }
 
 /** A group read from elsewhere than the producer's cache. */
@@ -65,6 +86,9 @@ export type GroupFetcher = (
   signal: AbortSignal,
 ) => Promise<FetchedGroup | undefined>;
 
+/** What {@linkcode TrackProducer.holds} says of a sequence. */
+export type GroupPresence = "written" | "missing" | "too old";
+
 /** Options for {@linkcode TrackProducer.writeGroup}. */
 export interface WriteGroupOptions {
   /**
@@ -73,6 +97,12 @@ export interface WriteGroupOptions {
    * 2^61 - 1 (the first frame's zigzag delta must fit a varint).
    */
   readonly timestamp?: number | bigint;
+  /**
+   * The payload size of frames given as a function, counted against
+   * `cacheBytes` until they are made (default: they are made at once to be
+   * measured, when the track has a byte budget).
+   */
+  readonly size?: number;
 }
 
 /**
@@ -108,6 +138,7 @@ export class TrackProducer {
   #cursors = 0;
   #stale = 0;
   #late = 0;
+  #first = -1;
 
   /** Makes an empty, open track. */
   constructor(options: TrackProducerOptions = {}) {
@@ -120,13 +151,30 @@ export class TrackProducer {
       maxAgeMs: options.cacheMs ?? 0,
       maxBytes: options.cacheBytes ?? Infinity,
     });
-    this.#changes = new ChangeNotifier(burstMs > 0);
+    // The burst window of the groups a wake hands to the cursors starts at that wake.
+    this.#changes = new ChangeNotifier(
+      burstMs > 0,
+      burstMs > 0 ? () => this.#ring.handedOver() : undefined,
+    );
+    const lagMs = options.lagMs ?? 0;
+    const flow: CursorFlow | undefined = lagMs > 0
+      ? {
+        lagMs,
+        clock: this.#clock,
+        timers: options.timers ?? systemTimers,
+        fetch: this.#fetchMissing ? this.#readBack : undefined,
+      }
+      : undefined;
     this.#source = {
       ring: this.#ring,
       belowStart: this.#belowStart,
       changes: this.#changes,
       observer: this.#observer,
       closed: () => this.#closed,
+      latest: () => this.#seen.highest,
+      first: () => this.#first,
+      written: (sequence) => this.#seen.check(sequence) === "seen",
+      flow,
     };
   }
 
@@ -192,9 +240,10 @@ export class TrackProducer {
       return false;
     }
     if (late) this.#late++;
+    if (this.#first < 0) this.#first = sequence;
     const now = this.#clock();
     const timestamp = given ?? BigInt(Math.max(0, Math.round(now * this.info.timescale / 1000)));
-    this.#belowStart.wrote(this.#ring.append(sequence, frames, timestamp, now));
+    this.#belowStart.wrote(this.#ring.append(sequence, frames, timestamp, now, options.size));
     this.#changes.written();
     return true;
   }
@@ -207,9 +256,19 @@ export class TrackProducer {
     if (bytes > 0) this.#observer?.sent?.(group, bytes);
   }
 
-  /** True when group `sequence` was written, or is too far below the highest to tell. */
-  has(sequence: number): boolean {
-    return this.#seen.check(sequence) !== "new";
+  /**
+   * Whether group `sequence` was written: "written", "missing", or "too old"
+   * when it is below {@linkcode lateFloor} (the producer no longer tells a
+   * new group there from one it had, and refuses to write it).
+   */
+  holds(sequence: number): GroupPresence {
+    const seen = this.#seen.check(sequence);
+    return seen === "seen" ? "written" : seen === "new" ? "missing" : "too old";
+  }
+
+  /** The lowest sequence a late group may have and still be written (0 before the first group). */
+  get lateFloor(): number {
+    return this.#seen.floor;
   }
 
   /** A cached group by sequence (for FETCH), if still held. */
@@ -220,18 +279,44 @@ export class TrackProducer {
   /**
    * The group a FETCH asks for: from the cache, else from `fetchMissing`
    * (when the producer has one); undefined when neither has it. A group
-   * fetched from elsewhere is not added to the cache or sent to subscribers.
-   * Rejects only if `fetchMissing` does.
+   * fetched from elsewhere is not added to the cache or sent to subscribers;
+   * it counts as written at `writtenAt` (default 0). Rejects only if
+   * `fetchMissing` does.
    */
-  async fetch(sequence: number, signal: AbortSignal = NEVER): Promise<CachedGroup | undefined> {
+  async fetch(
+    sequence: number,
+    signal: AbortSignal = NEVER,
+    writtenAt = 0,
+  ): Promise<CachedGroup | undefined> {
     const cached = this.group(sequence);
     if (cached || !this.#fetchMissing || !Number.isSafeInteger(sequence) || sequence < 0) {
       return cached;
     }
     const found = await this.#fetchMissing(sequence, signal);
     if (!found) return undefined;
-    return new CachedGroup(sequence, found.frames, checkedTimestamp(found.timestamp), -1);
+    return new CachedGroup(
+      sequence,
+      found.frames,
+      checkedTimestamp(found.timestamp),
+      -1,
+      writtenAt,
+    );
   }
+
+  // A flow-controlled cursor's read of a group it fell behind on. One this producer wrote is
+  // there to be read (a relay's upstream FETCH answers "not there" when it failed too): its
+  // absence is a failed read, tried again until the cursor is slower than the track.
+  readonly #readBack = async (
+    sequence: number,
+    signal: AbortSignal,
+    writtenAt: number,
+  ): Promise<CachedGroup | undefined> => {
+    const group = await this.fetch(sequence, signal, writtenAt);
+    if (!group && !signal.aborted && this.#seen.check(sequence) === "seen") {
+      throw new Error(`Cannot read back group "${sequence}": not found where it was written`);
+    }
+    return group;
+  };
 
   /** Ends the track: subscribers finish after what they already have. Idempotent. */
   close(): void {
@@ -246,7 +331,8 @@ export class TrackProducer {
    * no `start` it begins at the latest group (or the first group to come).
    * Groups below its start never reach it, even when they arrive late, and
    * are not counted as skipped. A reader more than `queueLimit` groups behind
-   * skips ahead (see {@linkcode TrackCursor}).
+   * skips ahead (see {@linkcode TrackCursor}), unless the track is flow
+   * controlled (`lagMs`).
    */
   cursor(start?: number, queueLimit = 16): TrackCursor {
     const floor = start ?? this.latest ?? 0;
@@ -260,6 +346,7 @@ export class TrackProducer {
       backlog,
       index: this.#ring.written,
       limit: Math.max(1, queueLimit),
+      fromFirst: start === undefined && this.latest === undefined,
       release: () => {
         if (--this.#cursors === 0) this.#belowStart.clear(this.#ring.written);
         this.#observer?.detached?.();

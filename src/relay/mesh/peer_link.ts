@@ -32,8 +32,6 @@ export interface PeerLinkOptions {
   readonly backoff?: DialBackoff;
   /** How long before its credential expires a session is replaced, ms (default 60000). */
   readonly renewBeforeMs?: number;
-  /** Told each time a session was admitted (after the previous one, if any, was replaced). */
-  readonly onConnected?: (session: PeerSession) => void;
   /** Logs a line. */
   readonly log: (line: string) => void;
 }
@@ -165,7 +163,6 @@ export class PeerLink {
     // promotes them (a renewal never interrupts a subscription).
     for (const old of previous) old.moq.close(0, "session renewed");
     this.#opts.log(`relay: peer ${this.label}: connected`);
-    this.#opts.onConnected?.(session);
     this.#armRenewal(session);
     session.ended.then((info) => {
       this.#sessions.delete(session);

@@ -1,4 +1,4 @@
-import { errorText } from "../../error_text/mod.ts";
+import { errorText, redactUrl } from "../../error_text/mod.ts";
 import { systemTimers, type Timers } from "../../timers/mod.ts";
 import { formatAddr, isIpLiteral } from "../../transport/mod.ts";
 import { DialBackoff } from "./dial_backoff.ts";
@@ -8,7 +8,6 @@ import { PeerLink, type PeerSession } from "./peer_link.ts";
 import { type Resolver, systemResolver } from "./peer_resolver.ts";
 import type { PeerTransport } from "./peer_transport.ts";
 import type { RelayMetrics } from "../metrics/mod.ts";
-import type { RouteTable } from "../routing/mod.ts";
 import type { PeerGoaway, RelaySessions } from "../sessions/mod.ts";
 
 /** One `PEERS` entry: a name (or address), a port, and how to dial it. */
@@ -35,8 +34,6 @@ export interface PeersOptions {
   readonly transport: PeerTransport;
   /** Name resolution (default the system's). */
   readonly resolve?: Resolver;
-  /** The relay's routes: a GOAWAY redirect is dropped once no selected route runs through it. */
-  readonly routes?: RouteTable;
   /** Longest wait for one dial, transport and moq handshake together, ms (default 10000). */
   readonly dialTimeoutMs?: number;
   /** Metrics. */
@@ -53,15 +50,8 @@ export interface PeersOptions {
 interface EntryLink {
   readonly link: PeerLink;
   readonly entry: PeerEntry;
-}
-
-/** A GOAWAY redirect's link and the peers (link labels, or `in:<name>`) it stands in for. */
-interface RedirectLink {
-  readonly link: PeerLink;
-  readonly standingIn: Set<string>;
-  /** True once a selected route ran through it. */
-  used: boolean;
-  unwatch: () => void;
+  /** The address the entry's name resolved to, which this link dials. */
+  readonly address: string;
 }
 
 /** `host:port` of an address (IPv6 in brackets): a link's key and `peer` label. */
@@ -73,17 +63,13 @@ function addressKey(host: string, port: number): string {
  * The peers this relay dials: resolves every `PEERS` entry (retrying names
  * that do not resolve), keeps one {@linkcode PeerLink} per distinct address,
  * and looks each name up again before a redial, so a peer that moved is
- * found at its new address. Follows GOAWAY from peers: a redirect to a
- * relay already dialed uses that link; any other is dialed as a stand-in
- * until the original peer is back or no selected route runs through it.
+ * found at its new address. Follows GOAWAY from peers it dialed, to a host
+ * and port named in PEERS only, which it dials already: that link carries
+ * the routes, so a redirect never adds a link of its own.
  */
 export class Peers {
   readonly #opts: PeersOptions;
   readonly #links = new Map<string, EntryLink>();
-  /** Redirect links by the address they dial. */
-  readonly #redirects = new Map<string, RedirectLink>();
-  /** The redirect address standing in for each peer (a link label, or `in:<name>`). */
-  readonly #standIns = new Map<string, string>();
   readonly #resolving = new Set<unknown>();
   #stopped = false;
 
@@ -92,7 +78,7 @@ export class Peers {
     this.#opts = options;
     options.metrics.registry.onCollect(() => {
       let n = 0;
-      for (const l of this.#all()) if (l.connected) n++;
+      for (const l of this.#links.values()) if (l.link.connected) n++;
       options.metrics.peersConnected.set({}, n);
     });
   }
@@ -100,15 +86,6 @@ export class Peers {
   /** Live PEERS links by address (for tests and diagnostics). */
   links(): PeerLink[] {
     return [...this.#links.values()].map((l) => l.link);
-  }
-
-  /** Links dialed because of a GOAWAY redirect (for tests and diagnostics). */
-  redirects(): PeerLink[] {
-    return [...this.#redirects.values()].map((r) => r.link);
-  }
-
-  #all(): PeerLink[] {
-    return [...this.links(), ...this.redirects()];
   }
 
   /** Resolves every entry and starts dialing. */
@@ -167,7 +144,7 @@ export class Peers {
       const key = addressKey(address, entry.port);
       if (this.#links.has(key)) continue; // the same address from two entries
       const link = this.#entryLink(entry, address, key);
-      this.#links.set(key, { link, entry });
+      this.#links.set(key, { link, entry, address });
       link.start();
     }
   }
@@ -184,34 +161,19 @@ export class Peers {
       }
       first = false;
       return await this.#dial(url, entry.host, key);
-    }, () => this.#dropRedirect(key)); // the original peer is back: its stand-in is not needed
+    });
     return link;
   }
 
-  #link(label: string, dial: () => Promise<PeerSession>, onConnected: () => void): PeerLink {
+  #link(label: string, dial: () => Promise<PeerSession>): PeerLink {
     return new PeerLink({
       label,
       dial,
       metrics: this.#opts.metrics,
       ...(this.#opts.timers ? { timers: this.#opts.timers } : {}),
       ...(this.#opts.now ? { now: this.#opts.now } : {}),
-      onConnected,
       log: this.#opts.log,
     });
-  }
-
-  /** The peer `key` stood in for is back, or the stand-in is done: release its redirect. */
-  #dropRedirect(key: string): void {
-    const at = this.#standIns.get(key);
-    if (at === undefined) return;
-    this.#standIns.delete(key);
-    const r = this.#redirects.get(at);
-    if (!r) return;
-    r.standingIn.delete(key);
-    if (r.standingIn.size > 0) return;
-    this.#redirects.delete(at);
-    r.unwatch();
-    r.link.stop();
   }
 
   #dial(target: URL, serverName: string, label: string): Promise<PeerSession> {
@@ -227,44 +189,89 @@ export class Peers {
   }
 
   /**
-   * A peer sent GOAWAY naming a redirect. A relay this relay dials already
-   * (a PEERS address) carries the routes as it is; any other is dialed as a
-   * stand-in (one link per address, whichever peers it stands in for) until
-   * the original peer is back or no selected route runs through it any
-   * more. The session layer leaves the draining peer once no route runs
-   * through it (see docs/relay.md).
+   * A peer sent GOAWAY naming a redirect. Only a session this relay dialed
+   * is listened to (anyone may dial in and call itself a peer), and only a
+   * `moqt://` or `wss://` redirect to a host named in PEERS (by its name or
+   * an address that name resolved to) is dialed, since each dial carries a
+   * fresh peer credential. Such a relay is one this relay dials already
+   * (every address a PEERS name resolves to has its link), and that link
+   * carries the routes; a PEERS entry whose name has not resolved yet is
+   * placed now with the addresses the redirect's lookup found. The session
+   * layer leaves the draining peer once no route runs through it (see
+   * docs/relay.md).
    */
   goaway(g: PeerGoaway): void {
     if (this.#stopped || g.uri === "") return;
+    const shown = redactUrl(g.uri);
+    if (!g.dialed) {
+      this.#opts.log(
+        `relay: ignoring GOAWAY redirect ${shown} from peer ${g.peer}: it dialed in, and only ` +
+          `redirects from peers this relay dialed are followed`,
+      );
+      return;
+    }
     let target: URL;
     try {
       target = new URL(g.uri);
     } catch {
-      this.#opts.log(`relay: ignoring GOAWAY redirect "${g.uri}": not a URL`);
+      this.#opts.log(`relay: ignoring GOAWAY redirect "${shown}": not a URL`);
       return;
     }
-    const original = g.dialed
-      ? [...this.#links.values()].find((l) => l.link.session?.moq === g.moq)
-      : undefined;
-    const key = original?.link.label ?? `in:${g.peer}`;
-    this.#dropRedirect(key);
-    void this.#redirect(key, target).catch((e) => {
-      this.#opts.log(`relay: GOAWAY redirect ${g.uri} not followed: ${errorText(e)}`);
+    if (target.protocol !== "moqt:" && target.protocol !== "wss:") {
+      this.#opts.log(`relay: ignoring GOAWAY redirect ${shown}: the scheme must be moqt or wss`);
+      return;
+    }
+    void this.#redirect(target).catch((e) => {
+      this.#opts.log(`relay: GOAWAY redirect ${shown} not followed: ${errorText(e)}`);
     });
   }
 
-  async #redirect(key: string, target: URL): Promise<void> {
+  /** True when `names` (a host and the addresses it resolved to) hold a host named in PEERS. */
+  #configuredHost(names: readonly string[]): boolean {
+    const hosts = new Set<string>();
+    for (const l of this.#links.values()) hosts.add(l.address.toLowerCase());
+    for (const e of this.#opts.entries) hosts.add(e.host.toLowerCase());
+    return names.some((n) => hosts.has(n.toLowerCase()));
+  }
+
+  /** True when `host` (a name or an address a PEERS name resolved to) with `port` is a PEERS entry. */
+  #configuredPeer(host: string, port: number): boolean {
+    const h = host.toLowerCase();
+    for (const l of this.#links.values()) {
+      if (l.entry.port === port && l.address.toLowerCase() === h) return true;
+    }
+    return this.#opts.entries.some((e) => e.port === port && e.host.toLowerCase() === h);
+  }
+
+  async #redirect(target: URL): Promise<void> {
     const host = target.hostname.replace(/^\[|\]$/g, "");
     const port = Number(target.port || 443);
     let addresses = [host];
-    if (!isIpLiteral(host)) {
+    let resolved = isIpLiteral(host);
+    if (!resolved) {
       try {
         addresses = await this.#lookup(host);
+        resolved = true;
       } catch {
-        // Dial the name as given: the transport resolves it again, or reports why not.
+        // Left to the name's PEERS entry, which looks it up again with its backoff.
       }
     }
     if (this.#stopped) return;
+    // A name PEERS holds is trusted as it resolves (as PEERS dialing does); any other name
+    // only for its addresses PEERS holds, so one matching address cannot take the peer
+    // credential to another.
+    if (!this.#configuredHost([host])) {
+      addresses = addresses.filter((address) => this.#configuredHost([address]));
+    }
+    if (addresses.length === 0) throw new Error(`${target.host} is not a host named in PEERS`);
+    // The port too: another port of a PEERS host is another service, which the peer
+    // credential must not reach.
+    if (!this.#configuredPeer(host, port)) {
+      addresses = addresses.filter((address) => this.#configuredPeer(address, port));
+    }
+    if (addresses.length === 0) {
+      throw new Error(`${target.host}: port ${port} is not one PEERS names for that host`);
+    }
     const keys = addresses.map((a) => addressKey(a, port));
     const known = keys.find((k) => this.#links.has(k)) ??
       [...this.#links].find(([, l]) => l.entry.host === host && l.entry.port === port)?.[0];
@@ -272,44 +279,31 @@ export class Peers {
       this.#opts.log(`relay: GOAWAY redirect ${target.host} is peer ${known}; using that link`);
       return;
     }
-    const at = keys[0]!;
-    let r = this.#redirects.get(at);
-    if (!r) {
-      const url = new URL(`${target.protocol}//${at}/`);
-      const link = this.#link(at, () => this.#dial(url, host, at), () => {});
-      const held: RedirectLink = { link, standingIn: new Set(), used: false, unwatch: () => {} };
-      const routes = this.#opts.routes;
-      if (routes) held.unwatch = routes.onChange(() => this.#checkUsed(at, held, routes));
-      r = held;
-      this.#redirects.set(at, r);
-      link.start();
-    }
-    r.standingIn.add(key);
-    this.#standIns.set(key, at);
-  }
-
-  // A stand-in that carried routes and carries none any more has done its job.
-  #checkUsed(at: string, r: RedirectLink, routes: RouteTable): void {
-    const remote = r.link.session?.moq.remote;
-    if (remote === undefined || this.#redirects.get(at) !== r) return;
-    if (routes.routes().some((route) => route.source.remote === remote)) {
-      r.used = true;
+    // Every address a PEERS entry resolved to has its link, so only an entry that has not
+    // resolved yet (its lookup failed, and waits for its retry) gets here: place it now.
+    const h = host.toLowerCase();
+    const entry = this.#opts.entries.find((e) =>
+      e.port === port && (e.host.toLowerCase() === h || addresses.includes(e.host))
+    );
+    if (!entry) return; // unreachable: the filters above keep PEERS hosts and ports only
+    if (isIpLiteral(entry.host)) addresses = [entry.host];
+    else if (!resolved || entry.host.toLowerCase() !== h) {
+      this.#opts.log(
+        `relay: GOAWAY redirect ${target.host} is PEERS entry ${entry.host}, which does not ` +
+          `resolve yet; it is dialed once it does`,
+      );
       return;
     }
-    if (!r.used) return;
-    this.#opts.log(`relay: GOAWAY redirect ${at}: no route runs through it any more; leaving it`);
-    for (const key of [...r.standingIn]) this.#dropRedirect(key);
-  }
-
-  /** A peer dialed in and was admitted: a redirect standing in for it is no longer needed. */
-  peerArrived(name: string): void {
-    this.#dropRedirect(`in:${name}`);
+    this.#opts.log(
+      `relay: GOAWAY redirect ${target.host} is PEERS entry ${entry.host}; dialing it`,
+    );
+    this.#place(entry, addresses);
   }
 
   /** Stops dialing (a draining relay): live sessions run until they end. */
   finish(): void {
     this.#stopped = true;
-    for (const l of this.#all()) l.finish();
+    for (const l of this.links()) l.finish();
   }
 
   /** Stops every link and pending resolution. */
@@ -318,7 +312,6 @@ export class Peers {
     const timers = this.#opts.timers ?? systemTimers;
     for (const t of this.#resolving) timers.clearTimeout(t);
     this.#resolving.clear();
-    for (const r of this.#redirects.values()) r.unwatch();
-    for (const l of this.#all()) l.stop();
+    for (const l of this.links()) l.stop();
   }
 }

@@ -4,5 +4,5 @@
  * @module
  */
 
-export { createRelayMetrics, type RelayMetrics } from "./relay_metrics.ts";
+export { createRelayMetrics, MAX_SERIES_PER_METRIC, type RelayMetrics } from "./relay_metrics.ts";
 export { RateMeter } from "./rate_meter.ts";

@@ -43,6 +43,8 @@ export interface RelayMetrics {
   readonly datagramFallbacksTotal: Counter;
   readonly datagramTailRepeatsTotal: Counter;
   readonly upstreamQueueOverflowsTotal: Counter;
+  /** Updates dropped because a labelled metric held {@linkcode MAX_SERIES_PER_METRIC} series, by metric. */
+  readonly metricSeriesOverflowsTotal: Counter;
 }
 
 const P = "sluice_relay_";
@@ -55,16 +57,34 @@ interface Makers {
   h(name: string, help: string, labels: string[], buckets: readonly number[]): Histogram;
 }
 
+/**
+ * Most series one labelled relay metric holds. Label values come from
+ * outside (paths, tracks, remote addresses), so each metric is bounded: at
+ * 5000 tracks a per-track histogram renders about 1.5 MB. Updates past the
+ * bound are dropped and counted in `metric_series_overflows_total{metric}`.
+ */
+export const MAX_SERIES_PER_METRIC = 5000;
+
 /** Creates the relay's metrics in a fresh registry. */
 export function createRelayMetrics(registry: Registry = new Registry()): RelayMetrics {
+  // Made last (it is rendered last); the metrics made before it count into it once it exists.
+  const overflows: { counter?: Counter } = {};
+  // Only labelled metrics can grow; the overflow counter's one label is a metric name.
+  const bound = (labels: readonly string[]) =>
+    labels.length === 0 ? {} : {
+      maxSeries: MAX_SERIES_PER_METRIC,
+      onOverflow: (metric: string) => overflows.counter?.inc({ metric }),
+    };
   const m: Makers = {
-    c: (name, help, labels = []) => registry.counter({ name: P + name, help, labels }),
-    g: (name, help, labels = []) => registry.gauge({ name: P + name, help, labels }),
+    c: (name, help, labels = []) =>
+      registry.counter({ name: P + name, help, labels, ...bound(labels) }),
+    g: (name, help, labels = []) =>
+      registry.gauge({ name: P + name, help, labels, ...bound(labels) }),
     h: (name, help, labels, buckets) =>
-      registry.histogram({ name: P + name, help, labels, buckets }),
+      registry.histogram({ name: P + name, help, labels, buckets, ...bound(labels) }),
   };
   // Registered, and so rendered, in this order.
-  return {
+  const metrics = {
     registry,
     ...sessionMetrics(m),
     ...trackMetrics(m),
@@ -73,7 +93,15 @@ export function createRelayMetrics(registry: Registry = new Registry()): RelayMe
     ...routeMetrics(m),
     ...deliveryMetrics(m),
     ...datagramMetrics(m),
+    metricSeriesOverflowsTotal: registry.counter({
+      name: P + "metric_series_overflows_total",
+      help:
+        `Updates dropped because a labelled metric already held ${MAX_SERIES_PER_METRIC} series.`,
+      labels: ["metric"],
+    }),
   };
+  overflows.counter = metrics.metricSeriesOverflowsTotal;
+  return metrics;
 }
 
 // Sessions: how many, how they ended, what they moved.

@@ -1,4 +1,5 @@
 import { problemResponse, streamResponse } from "../../http/mod.ts";
+import { isLoopbackAddress } from "../../transport/mod.ts";
 import { PROMETHEUS_CONTENT_TYPE } from "../../metrics/mod.ts";
 import { cpuProfile, heapSnapshot, MAX_PROFILE_SECONDS, ProfileBusyError } from "./pprof.ts";
 import type { RelayCore } from "../routing/mod.ts";
@@ -20,6 +21,22 @@ export interface RelayHandlerOptions {
   readonly pprof: boolean;
   /** Smoothed RTT in ms of the publisher session at `remote`, when measured. */
   readonly rttOf?: (remote: string) => number | undefined;
+  /**
+   * Who is answered on /routes, /metrics and /debug/pprof/* (they name every
+   * session's address, path and track): `loopback` only clients on a loopback
+   * address (the public port without RELAY_METRICS_ADDR, the default), `all`
+   * (the RELAY_METRICS_ADDR listener), `none` (the public port when
+   * RELAY_METRICS_ADDR is set). /health is always answered.
+   */
+  readonly ops?: OpsAccess;
+}
+
+/** Who is answered on the relay's operations endpoints; see {@linkcode RelayHandlerOptions.ops}. */
+export type OpsAccess = "loopback" | "all" | "none";
+
+/** The paths that reveal sessions, routes and process state. */
+function isOpsPath(path: string): boolean {
+  return path === "/routes" || path === "/metrics" || path.startsWith("/debug/");
 }
 
 /** One entry of /routes `paths`. */
@@ -82,15 +99,26 @@ export function routesSnapshot(options: RelayHandlerOptions): RoutesSnapshot {
 
 /**
  * The relay's HTTP handler: /health, /routes, /metrics, and /debug/pprof/*
- * when RELAY_PPROF=1.
+ * when RELAY_PPROF=1; the last three only to the clients `ops` allows
+ * (`remote` is the client's address).
  */
 export function createRelayHandler(
   options: RelayHandlerOptions,
-): (request: Request) => Promise<Response> {
-  return async (request) => {
+): (request: Request, remote?: Deno.NetAddr) => Promise<Response> {
+  const ops = options.ops ?? "loopback";
+  return async (request, remote) => {
     const url = new URL(request.url);
     if (request.method !== "GET" && request.method !== "HEAD") {
       return problemResponse(405, `${request.method} is not served; use GET`);
+    }
+    if (isOpsPath(url.pathname)) {
+      if (ops === "none") return problemResponse(404, `No resource at ${url.pathname}`);
+      if (ops === "loopback" && !(remote && isLoopbackAddress(remote.hostname))) {
+        return problemResponse(
+          403,
+          `${url.pathname} is served only to loopback clients; set RELAY_METRICS_ADDR to serve it elsewhere`,
+        );
+      }
     }
     switch (url.pathname) {
       case "/health": {
@@ -127,7 +155,9 @@ export function createRelayHandler(
           },
         });
       } catch (e) {
-        if (e instanceof ProfileBusyError) return problemResponse(409, e.message);
+        if (e instanceof ProfileBusyError) {
+          return problemResponse(409, e.message, {}, { code: e.code });
+        }
         throw e;
       }
     }

@@ -1,5 +1,7 @@
+import { SluiceError } from "../../errors/mod.ts";
 import { Session } from "node:inspector";
 import { getHeapSnapshot } from "node:v8";
+import { sleep } from "../../timers/mod.ts";
 
 /** Longest CPU profile served, in seconds. */
 export const MAX_PROFILE_SECONDS = 300;
@@ -29,13 +31,7 @@ export async function cpuProfile(seconds: number, signal?: AbortSignal): Promise
     await post(session, "Profiler.enable");
     await post(session, "Profiler.setSamplingInterval", { interval: 1000 });
     await post(session, "Profiler.start");
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, seconds * 1000);
-      signal?.addEventListener("abort", () => {
-        clearTimeout(t);
-        resolve();
-      }, { once: true });
-    });
+    await sleep(seconds * 1000, signal);
     const result = await post(session, "Profiler.stop") as { profile: unknown };
     return JSON.stringify(result.profile);
   } finally {
@@ -45,13 +41,14 @@ export async function cpuProfile(seconds: number, signal?: AbortSignal): Promise
 }
 
 /** A CPU profile is already being taken. */
-export class ProfileBusyError extends Error {
+export class ProfileBusyError extends SluiceError {
+  /** The codes this class carries. */
+  static readonly codes = ["busy"] as const;
   /** Stable code. */
-  readonly code = "busy";
+  declare readonly code: "busy";
   /** Creates the error. */
   constructor() {
-    super("A CPU profile is already running");
-    this.name = "ProfileBusyError";
+    super("busy", "A CPU profile is already running");
   }
 }
 

@@ -1,16 +1,19 @@
+import { SluiceError } from "../../errors/mod.ts";
 import { APPLIED_V8_FLAGS_VARIABLE, type GcResolution } from "../../config/mod.ts";
 
 /** The relay re-executes itself but may not start processes. */
-export class ReexecNotAllowedError extends Error {
+export class ReexecNotAllowedError extends SluiceError {
+  /** The codes this class carries. */
+  static readonly codes = ["reexec_not_allowed"] as const;
   /** Stable code. */
-  readonly code = "reexec_not_allowed";
+  declare readonly code: "reexec_not_allowed";
   /** Creates the error. */
   constructor() {
     super(
+      "reexec_not_allowed",
       "RELAY_SEMI_SPACE_MB needs the relay to restart itself with V8 flags: run it with " +
         "--allow-run (as `deno task relay` does), or set DENO_V8_FLAGS=--max-semi-space-size=N instead",
     );
-    this.name = "ReexecNotAllowedError";
   }
 }
 

@@ -5,11 +5,13 @@ import {
   type TrackInfo,
   TrackProducer,
 } from "../../moq/mod.ts";
-import type { RelayMetrics } from "../metrics/mod.ts";
+import type { RateMeter, RelayMetrics } from "../metrics/mod.ts";
 import { activeTracer, recordAttributes, SpanKind } from "../../tracing/mod.ts";
 import { GapRepair } from "./gap_repair.ts";
-import type { Timers } from "../../timers/mod.ts";
+import { systemTimers, type Timers } from "../../timers/mod.ts";
 import type { RouteSource } from "./route_table.ts";
+import { BackpressureQueue } from "../../wire/mod.ts";
+import type { SwitchStart, TrackEvent } from "./track_event.ts";
 import {
   closeQuietly,
   ended,
@@ -44,18 +46,8 @@ export interface DistributorOptions {
   readonly now: () => number;
   /** Timers of gap repair's waits and retries (default the global ones). */
   readonly repairTimers?: Timers;
-  /** Called with each group's size as it arrives and the source it came through (route bitrate). */
-  readonly onBytes?: (source: RouteSource, bytes: number) => void;
-  /** Opens an upstream subscription through another route, from group `start` ({@link TrackDistributor.switchTo}). */
-  readonly open?: (source: RouteSource, start: number | undefined) => Promise<UpstreamTrack>;
-  /**
-   * The current upstream ended by itself (the publisher finished the track,
-   * or its session went away): the relay decides whether to switch routes or
-   * {@link TrackDistributor.close}. Without it the distributor ends.
-   */
-  readonly onUpstreamEnd?: (source: RouteSource) => void;
-  /** Called once when the distributor ended (upstream gone, or no subscribers left). */
-  readonly onEnd?: () => void;
+  /** Timers of the idle release (default the system's). */
+  readonly timers?: Timers;
   /** Logs a line. */
   readonly log?: (line: string) => void;
   /**
@@ -69,6 +61,8 @@ export interface DistributorOptions {
 interface Feed {
   readonly upstream: UpstreamTrack;
   readonly source: RouteSource;
+  /** The route's bitrate meter, given each group's size as it arrives. */
+  readonly meter: RateMeter | undefined;
   /** A switch's feed until its first group: the gaps open then are repaired at once. */
   switched: boolean;
   /** True once its read loop finished. */
@@ -85,6 +79,45 @@ interface Feed {
 const GROUP_BURST_MS = 50;
 
 /**
+ * How long a group of a flow-controlled track waits for a relay subscriber at
+ * least, ms: a subscriber whose next group waited longer is slower than the
+ * track. As the funnel's own listener (RECORD_LAG_MS), whatever max latency
+ * the relay's upstream advertised (a funnel's relay session says 5 s so its
+ * own sends to a link gone silent end): a group read back after an upstream
+ * outage of a few seconds is still wanted.
+ */
+export const FLOW_LAG_MS = 30_000;
+
+/**
+ * A track whose publisher asks for in-order delivery (a funnel's records) is
+ * flow controlled: a subscriber that falls behind the ring reads the groups
+ * it missed back (from the ring, else by FETCH upstream), in order, and skips
+ * ahead (counted) only once its next group waited longer than the lag bound
+ * (the larger of the track's max latency and {@linkcode FLOW_LAG_MS}), that
+ * is when it is slower than the track; the bound is advertised downstream as
+ * the track's max latency, so a send is not given up before it. Other tracks
+ * (media) keep the queue bound: a subscriber behind by more skips to the
+ * latest.
+ */
+function flowControl(info: TrackInfo | undefined): { lagMs?: number; maxLatency?: number } {
+  if (!info?.ordered) return {};
+  const lagMs = Math.max(info.maxLatency, FLOW_LAG_MS);
+  return { lagMs, maxLatency: lagMs };
+}
+
+/**
+ * A track's properties as the relay serves them (TRACK_INFO): a
+ * flow-controlled track's max latency is its lag bound, whether a TRACK is
+ * answered before the first subscription or by the distributor after it.
+ * Subscribers keep an unread group that long (`@moq/net` drops it after
+ * that), so the first ones must not be told the publisher's shorter one.
+ */
+export function servedInfo(info: TrackInfo): TrackInfo {
+  const { maxLatency } = flowControl(info);
+  return maxLatency === undefined ? info : { ...info, maxLatency };
+}
+
+/**
  * Fans one upstream track out to every downstream subscriber. Upstream
  * groups go into a ring of the most recent GROUP_CACHE_SIZE complete groups
  * (a TrackProducer); each subscriber's session reads it through its own
@@ -92,11 +125,12 @@ const GROUP_BURST_MS = 50;
  * others, starts at the latest group, and when it falls behind the ring is
  * skipped forward to the latest group.
  *
- * When the broadcast's route changes, {@link switchTo} subscribes through
- * the new route from the lowest group not received and releases the old
- * upstream only once the new one answered, so subscribers keep their
- * subscription: the ring takes each sequence once, whichever upstream
- * delivers it.
+ * The distributor decides nothing about routes: it reports what happened
+ * ({@link events}) and the relay acts. When the broadcast's route changes,
+ * the relay subscribes through the new route from {@link retarget}'s start
+ * and hands the upstream over ({@link feed}); the old upstream is released
+ * only once the new one answered, so subscribers keep their subscription:
+ * the ring takes each sequence once, whichever upstream delivers it.
  *
  * Gaps are repaired, not skipped: a sequence missing below the highest one
  * received (lost on a route change, dropped by an upstream that fell behind,
@@ -106,8 +140,9 @@ const GROUP_BURST_MS = 50;
  * A gap that cannot be fetched counts once in `subscriber_skips_total`
  * (its subscribers skip forward over it), as does each subscriber that
  * falls behind and skips forward; repairs count in `group_repairs_total`.
- * The first group of a gap is fetched before the rest, so a route that
- * cannot fetch costs one request per gap.
+ * A gap is repaired up to GAP_REPAIR_WINDOW groups at a time, the first of
+ * each gap (each window of a long one) fetched before the rest, so a route
+ * that cannot fetch costs one request per gap.
  */
 export class TrackDistributor {
   /** Broadcast path without a leading slash. */
@@ -123,7 +158,8 @@ export class TrackDistributor {
   readonly #repair: GapRepair;
   #subscribers = 0;
   #ended = false;
-  #idle: ReturnType<typeof setTimeout> | undefined;
+  readonly #events = new BackpressureQueue<TrackEvent>(Infinity);
+  #idle: unknown;
 
   /** Creates a distributor; call {@link start} with the upstream once it is available. */
   constructor(options: DistributorOptions) {
@@ -140,6 +176,7 @@ export class TrackDistributor {
       cacheMs: options.cacheMs ?? 0,
       cacheBytes: options.cacheBytes ?? Infinity,
       burstMs: GROUP_BURST_MS,
+      ...flowControl(options.info),
       clock: options.now,
       ...(options.fetchMissing ? { fetchMissing: options.fetchMissing } : {}),
       observer: {
@@ -198,60 +235,73 @@ export class TrackDistributor {
     return this.#trackLabel.track;
   }
 
+  /**
+   * What happened to the track, in order, for the relay to act on; ends
+   * when the distributor ended.
+   */
+  get events(): AsyncIterable<TrackEvent> {
+    return this.#events;
+  }
+
   /** The route the distributor reads from, or is switching to. */
   get source(): RouteSource | undefined {
     return this.#target;
   }
 
   /** Starts reading the first upstream subscription, opened through `source`. */
-  start(upstream: UpstreamTrack, source: RouteSource): void {
-    if (this.#ended) {
-      upstream.close();
-      return;
-    }
+  start(upstream: UpstreamTrack, source: RouteSource, meter?: RateMeter): void {
+    if (this.#ended) return closeQuietly(upstream);
     this.#target = source;
-    this.#begin({ upstream, source, switched: false, done: false });
+    this.#begin({ upstream, source, meter, switched: false, done: false });
   }
 
   /**
-   * Moves the upstream subscription to `source` (the broadcast's new route):
-   * subscribes there from the lowest group not received (the one after the
-   * latest when nothing is missing), and releases the old one once the new
-   * one answered. If the new route refuses or does not answer, a
-   * still-running old upstream is kept; otherwise the relay is told the
-   * upstream ended ({@link DistributorOptions.onUpstreamEnd}).
+   * The broadcast's route moves to `source`: it becomes the target, and the
+   * answer says where the upstream subscription through it should start.
+   * Undefined when the distributor ended or already targets `source`.
    */
-  async switchTo(source: RouteSource): Promise<void> {
-    const open = this.#opts.open;
-    if (this.#ended || this.#target === source || !open) return;
+  retarget(source: RouteSource): SwitchStart | undefined {
+    if (this.#ended || this.#target === source) return undefined;
     this.#target = source;
     const latest = this.producer.latest;
-    const from = this.#repair.firstMissing ?? (latest === undefined ? undefined : latest + 1);
-    let upstream: UpstreamTrack;
-    try {
-      upstream = await open(source, from);
-    } catch (e) {
-      if (this.#ended || this.#target !== source) return;
-      const old = this.#feed;
-      this.#opts.log?.(
-        `relay: /${this.path}/${this.track} cannot move to ${source.remote}: ${errorText(e)}`,
-      );
-      if (old && !old.done) this.#target = old.source;
-      else if (this.#opts.onUpstreamEnd) this.#opts.onUpstreamEnd(source);
-      else this.#end();
-      return;
-    }
-    if (this.#ended || this.#target !== source) {
-      upstream.close();
-      return;
-    }
-    this.#begin({ upstream, source, switched: latest !== undefined, done: false });
+    const start = this.#repair.firstMissing ?? (latest === undefined ? undefined : latest + 1);
+    return { start, switched: latest !== undefined };
+  }
+
+  /** True while the distributor runs and targets `source`. */
+  targets(source: RouteSource): boolean {
+    return !this.#ended && this.#target === source;
+  }
+
+  /**
+   * The upstream through the target could not be opened: true when the
+   * current upstream still runs and is kept (the target goes back to it),
+   * false when none does.
+   */
+  fallBack(): boolean {
+    const old = this.#feed;
+    if (!old || old.done) return false;
+    this.#target = old.source;
+    return true;
+  }
+
+  /**
+   * Hands over the upstream subscription opened through the target after
+   * {@link retarget}; it replaces the current one once it answered. An
+   * upstream no longer wanted (the distributor ended, or retargeted since)
+   * is closed.
+   */
+  feed(upstream: UpstreamTrack, source: RouteSource, start: SwitchStart, meter?: RateMeter): void {
+    if (!this.targets(source)) return closeQuietly(upstream);
+    this.#begin({ upstream, source, meter, switched: start.switched, done: false });
   }
 
   #begin(feed: Feed): void {
     const old = this.#feed;
     this.#feed = feed;
-    if (old) releaseWhenAnswered(old.upstream, old.done, feed.upstream);
+    if (old) {
+      releaseWhenAnswered(old.upstream, old.done, feed.upstream, this.#opts.timers ?? systemTimers);
+    }
     if (this.#subscribers === 0) this.#arm();
     this.#read(feed).then(() => this.#fed(feed), (e) => {
       if (feed === this.#feed) {
@@ -265,8 +315,7 @@ export class TrackDistributor {
   #fed(feed: Feed): void {
     feed.done = true;
     if (feed !== this.#feed || this.#ended) return;
-    if (this.#opts.onUpstreamEnd) this.#opts.onUpstreamEnd(feed.source);
-    else this.#end();
+    void this.#events.push({ kind: "upstream-ended", source: feed.source });
   }
 
   async #read(feed: Feed): Promise<void> {
@@ -315,7 +364,7 @@ export class TrackDistributor {
 
   #countBytes(feed: Feed, bytes: number): void {
     this.#opts.metrics.ingressBytesTotal.inc(this.#trackLabel, bytes);
-    this.#opts.onBytes?.(feed.source, bytes);
+    feed.meter?.add(bytes);
   }
 
   // The frames of a cut-through group after its first, counted once it ended.
@@ -324,18 +373,18 @@ export class TrackDistributor {
     if (live.bytes > counted) this.#countBytes(feed, live.bytes - counted);
   }
 
-  // Nobody is left to serve: release the upstream subscription after a grace period.
+  // Nobody is left to serve: after a grace period, the relay is told (it releases the upstream).
   #arm(): void {
     if (this.#ended || this.#idle !== undefined) return;
     const ms = this.#opts.idleMs ?? 5000;
-    this.#idle = setTimeout(() => {
+    this.#idle = (this.#opts.timers ?? systemTimers).setTimeout(() => {
       this.#idle = undefined;
-      if (this.#subscribers === 0) this.#end();
+      if (this.#subscribers === 0) void this.#events.push({ kind: "idle" });
     }, ms);
   }
 
   #disarm(): void {
-    if (this.#idle !== undefined) clearTimeout(this.#idle);
+    if (this.#idle !== undefined) (this.#opts.timers ?? systemTimers).clearTimeout(this.#idle);
     this.#idle = undefined;
   }
 
@@ -351,6 +400,6 @@ export class TrackDistributor {
     this.#repair.stop();
     if (this.#feed) closeQuietly(this.#feed.upstream);
     this.producer.close();
-    this.#opts.onEnd?.();
+    this.#events.end();
   }
 }

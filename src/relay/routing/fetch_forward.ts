@@ -1,5 +1,5 @@
 import { type FetchedGroup, type GroupFetcher, LiveFrames, MoqError } from "../../moq/mod.ts";
-import { withDeadline } from "../../timers/mod.ts";
+import { systemTimers, type Timers, withDeadline } from "../../timers/mod.ts";
 import { recordAttributes, SpanKind, traced } from "../../tracing/mod.ts";
 import { ended, type IncomingGroup } from "./upstream_track.ts";
 
@@ -22,16 +22,29 @@ export function upstreamFetch(
   return fetch && ((track, group, options) => fetch.call(source, track, group, options));
 }
 
+/**
+ * Longest wait for an upstream's answer to a forwarded FETCH, ms: for its
+ * first frame, then for each next frame or the end of a group still being
+ * written. Twice a funnel's own storage deadline (STORAGE_DEADLINE_MS,
+ * 5 s): a funnel answers a FETCH past its cache from its ledger, whose read
+ * may take up to 5 s and still succeed, so a relay giving up at 5 s would
+ * turn a slow but good answer into "not found" (and a repair into a lost
+ * group); the margin also covers the round trips of the hops in between.
+ */
+export const FETCH_FORWARD_TIMEOUT_MS = 10_000;
+
 /** Options of {@link forwardFetches}. */
 export interface ForwardFetchOptions {
   /** FETCHes of one track sent upstream at once (default 16); more wait their turn. */
   readonly maxInflight?: number;
   /**
-   * Longest wait for the upstream's answer, ms (default 10000): for its
-   * first frame, and then for each next frame or the end of a group still
-   * being written.
+   * Longest wait for the upstream's answer, ms (default
+   * {@link FETCH_FORWARD_TIMEOUT_MS}): for its first frame, and then for
+   * each next frame or the end of a group still being written.
    */
   readonly timeoutMs?: number;
+  /** Timers of those waits (default the global ones; tests pass a clock they move). */
+  readonly timers?: Timers;
   /** The track's broadcast, named on the `relay.upstream.fetch` spans (tracing on). */
   readonly broadcast?: string;
 }
@@ -61,7 +74,8 @@ export function forwardFetches(
   options: ForwardFetchOptions = {},
 ): GroupFetcher {
   const maxInflight = Math.max(1, options.maxInflight ?? 16);
-  const timeoutMs = options.timeoutMs ?? 10_000;
+  const timeoutMs = options.timeoutMs ?? FETCH_FORWARD_TIMEOUT_MS;
+  const timers = options.timers ?? systemTimers;
   const pending = new Map<number, Promise<FetchedGroup | undefined>>();
   const waiting: (() => void)[] = [];
   let inflight = 0;
@@ -91,16 +105,20 @@ export function forwardFetches(
             fetch(track, sequence, { signal: cancel.signal, partial: true }),
             timeoutMs,
             () => new MoqError("closed", `FETCH of group ${sequence}: no answer in time`),
+            () => {},
+            timers,
           ),
       );
       const timestamp = group.exactTimestamp ?? group.timestamp ?? 0;
       if (!group.live) return { frames: group.frames, timestamp };
       following = true;
-      follow(group.live, cancel, timeoutMs).finally(release);
+      follow(group.live, cancel, timeoutMs, timers).finally(release);
       return { frames: group.live, timestamp };
-    } catch {
+    } catch (err) {
       // Not found upstream, the upstream session ended, or it took too long.
       cancel.abort();
+      // Removed by the source's retention: the requester is told the same.
+      if (err instanceof MoqError && err.code === "gone") throw err;
       return undefined;
     } finally {
       if (!following) release();
@@ -117,16 +135,19 @@ export function forwardFetches(
         const frames = (await asked)?.frames;
         if (frames instanceof LiveFrames) await ended(frames);
       };
-      void settled().finally(() => pending.delete(sequence));
+      void settled().catch(() => {}).finally(() => pending.delete(sequence));
     }
     // The requester may leave early; the shared request still finishes for the others.
     if (signal.aborted) return Promise.resolve(undefined);
-    return new Promise((resolve) => {
+    return new Promise((resolve, reject) => {
       const gone = (): void => resolve(undefined);
       signal.addEventListener("abort", gone, { once: true });
       answer.then((group) => {
         signal.removeEventListener("abort", gone);
         resolve(group);
+      }, (err) => {
+        signal.removeEventListener("abort", gone);
+        reject(err);
       });
     });
   };
@@ -134,10 +155,16 @@ export function forwardFetches(
 
 // Waits for a group still arriving to end; one that sends nothing for `timeoutMs` is
 // cancelled upstream (and so reset for every requester).
-async function follow(live: LiveFrames, cancel: AbortController, timeoutMs: number): Promise<void> {
+async function follow(
+  live: LiveFrames,
+  cancel: AbortController,
+  timeoutMs: number,
+  timers: Timers,
+): Promise<void> {
   try {
     while (live.state === "open") {
-      await withDeadline(live.changed(), timeoutMs, () => new Error("upstream went quiet"));
+      const quiet = (): Error => new Error("upstream went quiet");
+      await withDeadline(live.changed(), timeoutMs, quiet, () => {}, timers);
     }
   } catch {
     cancel.abort();

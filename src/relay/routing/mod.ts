@@ -6,6 +6,9 @@
  * @module
  */
 
-export { RelayCore, SubscribeError } from "./relay_core.ts";
+export { RelayCore } from "./relay_core.ts";
+export { SubscribeError } from "./upstream_request.ts";
 export { type Announcement, type RouteChange, RouteTable } from "./route_table.ts";
 export { type UpstreamTrack } from "./upstream_track.ts";
+export { type RouteSession, SessionSource } from "./session_source.ts";
+export { FLOW_LAG_MS } from "./distributor.ts";

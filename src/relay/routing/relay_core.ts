@@ -1,44 +1,23 @@
 import { errorText } from "../../error_text/mod.ts";
-import { MoqError, TrackProducer } from "../../moq/mod.ts";
-import { type Timers, withDeadline } from "../../timers/mod.ts";
-import {
-  activeTracer,
-  type Span,
-  SpanKind,
-  type SpanOptions,
-  traced,
-  trackAttributes,
-} from "../../tracing/mod.ts";
-import { TrackDistributor } from "./distributor.ts";
+import { TrackProducer } from "../../moq/mod.ts";
+import { systemTimers, type Timers, withDeadline } from "../../timers/mod.ts";
+import { activeTracer, type Span, SpanKind, traced, trackAttributes } from "../../tracing/mod.ts";
+import { servedInfo, TrackDistributor } from "./distributor.ts";
+import { lingerOrphan } from "./orphan_wait.ts";
+import type { SwitchStart } from "./track_event.ts";
+import { collectTrackGauges, forgetTrackSeries } from "./track_series.ts";
 import type { UpstreamTrack } from "./upstream_track.ts";
 import { forwardFetches, upstreamFetch } from "./fetch_forward.ts";
 import type { RelayMetrics } from "../metrics/mod.ts";
 import { type RouteChange, type RouteSource, RouteTable } from "./route_table.ts";
-
-/** Why a downstream subscription was refused. */
-export class SubscribeError extends Error {
-  /** Stable code, also the `code` label of subscribe_errors_total. */
-  readonly code: "not_found" | "upstream_error" | "unauthorized";
-
-  /** Creates the error. */
-  constructor(code: SubscribeError["code"], message: string) {
-    super(message);
-    this.name = "SubscribeError";
-    this.code = code;
-  }
-}
-
-/**
- * Longest wait for an upstream TRACK or SUBSCRIBE to be answered, ms: a
- * peer that never answers fails the request (and its subscriber's) instead
- * of holding it, and a route switch to it, forever.
- */
-export const UPSTREAM_ANSWER_MS = 5000;
-
-/** The error of an upstream request that was not answered in time. */
-function unanswered(what: string): () => MoqError {
-  return () => new MoqError("closed", `${what}: no answer within ${UPSTREAM_ANSWER_MS / 1000} s`);
-}
+import { type TrackKey, trackKey } from "./track_key.ts";
+import {
+  SubscribeError,
+  subscribeUpstream,
+  unanswered,
+  UPSTREAM_ANSWER_MS,
+  upstreamFailure,
+} from "./upstream_request.ts";
 
 /** What TRACK is answered with when the route's source cannot tell the track's properties. */
 const DEFAULT_PROPERTIES = new TrackProducer();
@@ -57,6 +36,8 @@ export interface RelayCoreOptions {
   readonly now: () => number;
   /** Timers of gap repair's waits and retries (default the global ones; tests pass faster ones). */
   readonly repairTimers?: Timers;
+  /** Timers of the orphan wait and each track's idle release (default the system's). */
+  readonly timers?: Timers;
   /** How long a track's upstream is kept with no subscriber, ms (default 5000). */
   readonly idleMs?: number;
   /**
@@ -78,33 +59,18 @@ export interface RelayCoreOptions {
 export class RelayCore {
   /** The route table (one route per broadcast). */
   readonly routes: RouteTable;
-  readonly #distributors = new Map<string, TrackDistributor>();
-  readonly #pending = new Map<string, Promise<TrackDistributor>>();
-  readonly #asking = new Map<string, Promise<TrackProducer>>();
+  readonly #distributors = new Map<TrackKey, TrackDistributor>();
+  readonly #pending = new Map<TrackKey, Promise<TrackDistributor>>();
+  readonly #asking = new Map<TrackKey, Promise<TrackProducer>>();
   readonly #opts: RelayCoreOptions;
 
   /** Creates the core and registers its live gauges with the metrics registry. */
   constructor(options: RelayCoreOptions) {
     this.#opts = options;
-    this.routes = new RouteTable(options.metrics, options.now);
+    // A publisher restarting within the subscribers' grace also gets its paths back.
+    this.routes = new RouteTable(options.metrics, options.now, { graceMs: options.orphanMs });
     this.routes.onChange((change) => this.#routeChanged(change));
-    const m = options.metrics;
-    m.registry.onCollect(() => {
-      m.trackSubscriptionsActive.clear();
-      m.bufferDepthGroups.clear();
-      m.bufferBytes.clear();
-      let subs = 0;
-      let fills = 0;
-      for (const d of this.#distributors.values()) {
-        subs += d.subscriberCount;
-        fills += d.fillsInflight;
-        m.trackSubscriptionsActive.add({ path: `/${d.path}`, track: d.track }, d.subscriberCount);
-        m.bufferDepthGroups.add({ track: d.trackLabel }, d.depth);
-        m.bufferBytes.add({ track: d.trackLabel }, d.producer.cachedBytes);
-      }
-      m.subscribersActive.set({}, subs);
-      m.groupFillsInflight.set({}, fills);
-    });
+    collectTrackGauges(options.metrics, () => this.#distributors.values());
   }
 
   /** Live distributors (for tests and diagnostics). */
@@ -154,14 +120,6 @@ export class RelayCore {
     const m = this.#opts.metrics;
     const count = kind === "subscribe";
     const countErrors = kind !== "fetch";
-    const key = JSON.stringify([path, track]);
-    const labels = { path: `/${path}`, track };
-    const existing = this.#distributors.get(key);
-    if (existing && !existing.ended) {
-      span?.setAttribute("sluice.relay.shared", true);
-      if (count) m.trackDistributorReusesTotal.inc(labels);
-      return existing.producer;
-    }
     const fail = (e: unknown): never => {
       if (countErrors) {
         m.subscribeErrorsTotal.inc({
@@ -170,12 +128,28 @@ export class RelayCore {
       }
       throw e;
     };
+    let key: TrackKey;
+    try {
+      key = trackKey(path, track);
+    } catch (e) {
+      // No session can name it: there is no such track.
+      return fail(new SubscribeError("not_found", errorText(e)));
+    }
+    const labels = { path: `/${path}`, track };
+    const existing = this.#distributors.get(key);
+    if (existing && !existing.ended) {
+      span?.setAttribute("sluice.relay.shared", true);
+      if (count) m.trackDistributorReusesTotal.inc(labels);
+      return existing.producer;
+    }
     const inflight = this.#pending.get(key);
     if (inflight) {
       span?.setAttribute("sluice.relay.shared", true);
-      if (count) m.trackDistributorReusesTotal.inc(labels);
       try {
-        return (await inflight).producer;
+        const d = await inflight;
+        // Counted once admitted: a refused track makes no series of its own.
+        if (count) m.trackDistributorReusesTotal.inc(labels);
+        return d.producer;
       } catch (e) {
         return fail(e);
       }
@@ -205,12 +179,13 @@ export class RelayCore {
   /**
    * The track's properties for a TRACK that precedes the first SUBSCRIBE:
    * asked of the route's source (one request for concurrent askers), so the
-   * publisher's timescale passes through, without subscribing upstream yet.
+   * publisher's timescale passes through, without subscribing upstream yet;
+   * served as the distributor will serve them ({@linkcode servedInfo}).
    */
   #properties(
     path: string,
     track: string,
-    key: string,
+    key: TrackKey,
     source: RouteSource,
   ): Promise<TrackProducer> {
     const asked = source.trackInfo;
@@ -222,7 +197,7 @@ export class RelayCore {
         UPSTREAM_ANSWER_MS,
         unanswered(`TRACK of "${path}/${track}" from ${source.remote}`),
       ).then(
-        (info) => new TrackProducer({ ...info, cache: 1 }),
+        (info) => new TrackProducer({ ...servedInfo(info), cache: 1 }),
         (e: unknown) => Promise.reject(upstreamFailure(path, track, e)),
       ).finally(() => this.#asking.delete(key));
       this.#asking.set(key, pending);
@@ -230,45 +205,21 @@ export class RelayCore {
     return pending;
   }
 
-  // An upstream subscription through `source`, counted and timed.
-  async #subscribe(
-    path: string,
-    track: string,
-    source: RouteSource,
-    start: number | undefined,
-  ): Promise<UpstreamTrack> {
-    const m = this.#opts.metrics;
-    const labels = { path: `/${path}`, track };
-    m.trackUpstreamRequestsTotal.inc(labels);
-    const started = this.#opts.now();
-    try {
-      return await traced(
-        "relay.upstream.subscribe",
-        upstreamSpan(path, track, source, start),
-        () =>
-          withDeadline(
-            source.subscribe(track, start === undefined ? {} : { start }),
-            UPSTREAM_ANSWER_MS,
-            unanswered(`SUBSCRIBE to "${path}/${track}" through ${source.remote}`),
-            (late) => late.close(),
-          ),
-      );
-    } catch (e) {
-      m.trackUpstreamRequestErrorsTotal.inc(labels);
-      throw upstreamFailure(path, track, e);
-    } finally {
-      m.trackUpstreamRequestDurationSeconds.observe(labels, (this.#opts.now() - started) / 1000);
-    }
-  }
-
   async #open(
     path: string,
     track: string,
-    key: string,
+    key: TrackKey,
     source: RouteSource,
     start: number | undefined,
   ): Promise<TrackDistributor> {
-    const upstream = await this.#subscribe(path, track, source, start);
+    const upstream = await subscribeUpstream(
+      this.#opts.metrics,
+      this.#opts.now,
+      path,
+      track,
+      source,
+      start,
+    );
     if (this.routes.get(path)?.source !== source) {
       // The route ended or moved while the upstream request was in flight.
       upstream.close();
@@ -288,18 +239,65 @@ export class RelayCore {
       metrics: this.#opts.metrics,
       now: this.#opts.now,
       ...(this.#opts.repairTimers ? { repairTimers: this.#opts.repairTimers } : {}),
-      onBytes: (from, n) => this.routes.delivered(path, from, n),
-      open: (to, from) => this.#subscribe(path, track, to, from),
-      onUpstreamEnd: (from) => this.#upstreamEnded(d, from),
-      onEnd: () => {
-        if (this.#distributors.get(key) === d) this.#distributors.delete(key);
-      },
+      ...(this.#opts.timers ? { timers: this.#opts.timers } : {}),
       ...(this.#opts.idleMs !== undefined ? { idleMs: this.#opts.idleMs } : {}),
       ...(this.#opts.log ? { log: this.#opts.log } : {}),
     });
     this.#distributors.set(key, d);
-    d.start(upstream, source);
+    d.start(upstream, source, this.routes.meter(path, source));
+    void this.#follow(key, d);
     return d;
+  }
+
+  /**
+   * Acts on what happens to a track until it ended: an idle track is ended,
+   * an upstream that ended is followed ({@link #upstreamEnded}).
+   */
+  async #follow(key: TrackKey, d: TrackDistributor): Promise<void> {
+    for await (const e of d.events) {
+      if (e.kind === "upstream-ended") this.#upstreamEnded(d, e.source);
+      else if (d.subscriberCount === 0) this.#end(d, key); // idle, and nobody came back since
+    }
+    this.#end(d, key); // closed from elsewhere (a test, shutdown)
+  }
+
+  /** Ends a track: its distributor closes, and it leaves the table and /metrics at once. */
+  #end(d: TrackDistributor, key = trackKey(d.path, d.track)): void {
+    d.close();
+    if (this.#distributors.get(key) !== d) return;
+    this.#distributors.delete(key);
+    forgetTrackSeries(this.#opts.metrics, d);
+  }
+
+  /**
+   * Moves a track's upstream subscription to `source`, the broadcast's new
+   * route: subscribes there from the lowest group not received, and hands
+   * the upstream to the distributor, which releases the old one once the new
+   * one answered. If the new route refuses or does not answer, a
+   * still-running old upstream is kept; otherwise the upstream has ended.
+   */
+  async #switch(d: TrackDistributor, source: RouteSource): Promise<void> {
+    const start: SwitchStart | undefined = d.retarget(source);
+    if (!start) return;
+    let upstream: UpstreamTrack;
+    try {
+      upstream = await subscribeUpstream(
+        this.#opts.metrics,
+        this.#opts.now,
+        d.path,
+        d.track,
+        source,
+        start.start,
+      );
+    } catch (e) {
+      if (!d.targets(source)) return;
+      this.#opts.log?.(
+        `relay: /${d.path}/${d.track} cannot move to ${source.remote}: ${errorText(e)}`,
+      );
+      if (!d.fallBack()) this.#upstreamEnded(d, source);
+      return;
+    }
+    d.feed(upstream, source, start, this.routes.meter(d.path, source));
   }
 
   #routeChanged(change: RouteChange): void {
@@ -307,26 +305,14 @@ export class RelayCore {
     for (const d of [...this.#distributors.values()]) {
       if (d.path !== change.path) continue;
       if (change.kind === "ended") this.#linger(d, change.previous);
-      else if (d.source !== change.route.source) void d.switchTo(change.route.source);
+      else if (d.source !== change.route.source) void this.#switch(d, change.route.source);
     }
   }
 
-  /**
-   * The broadcast has no route through `from` any more: keep the track (and
-   * its subscribers) for a moment in case the broadcast comes back another
-   * way — a publisher following GOAWAY to another relay, the route table
-   * promoting after a session died — and end it if it does not.
-   */
+  // No route through `from` any more: the track waits for the broadcast to come back (orphan_wait).
   #linger(d: TrackDistributor, from: RouteSource): void {
-    const stop = this.routes.onChange((c) => {
-      if (c.path !== d.path || c.kind === "ended") return;
-      clearTimeout(timer);
-      stop();
-    });
-    const timer = setTimeout(() => {
-      stop();
-      if (!d.ended && d.source === from) d.close();
-    }, this.#opts.orphanMs);
+    const timers = this.#opts.timers ?? systemTimers;
+    lingerOrphan(this.routes, d, from, this.#opts.orphanMs, timers, () => this.#end(d));
   }
 
   /**
@@ -337,39 +323,14 @@ export class RelayCore {
    */
   #upstreamEnded(d: TrackDistributor, from: RouteSource): void {
     const route = this.routes.get(d.path);
-    if (route !== undefined && route.source !== from) return void d.switchTo(route.source);
+    if (route !== undefined && route.source !== from) return void this.#switch(d, route.source);
     if (route === undefined || from.alive?.() === false) return this.#linger(d, from);
-    d.close();
+    this.#end(d);
   }
 
   /** Ends every distributor (relay shutdown). */
   close(): void {
-    for (const d of [...this.#distributors.values()]) d.close();
+    for (const d of [...this.#distributors.values()]) this.#end(d);
+    this.routes.close();
   }
-}
-
-/** The span options of an upstream SUBSCRIBE through `source`. */
-function upstreamSpan(
-  path: string,
-  track: string,
-  source: RouteSource,
-  start: number | undefined,
-): SpanOptions {
-  return {
-    kind: SpanKind.CLIENT,
-    attributes: {
-      ...trackAttributes(path, track),
-      "sluice.relay.upstream": source.remote,
-      ...(start === undefined ? {} : { "moq.subscribe.start": start }),
-    },
-  };
-}
-
-/** What a failed upstream request means for the downstream one. */
-function upstreamFailure(path: string, track: string, e: unknown): SubscribeError {
-  const notFound = e instanceof Error && "kind" in e && e.kind === "not-found";
-  return new SubscribeError(
-    notFound ? "not_found" : "upstream_error",
-    `Upstream request for "${path}/${track}" failed: ${errorText(e)}`,
-  );
 }

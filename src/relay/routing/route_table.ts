@@ -2,8 +2,24 @@ import type { TrackInfo } from "../../moq/mod.ts";
 import type { RelayMetrics } from "../metrics/mod.ts";
 import type { UpstreamTrack } from "./upstream_track.ts";
 import type { UpstreamFetch } from "./fetch_forward.ts";
+import type { Timers } from "../../timers/mod.ts";
 import { RateMeter } from "../metrics/mod.ts";
 import { compareRoutes, type RouteStats } from "./route_election.ts";
+import { RouteOwners } from "./route_owners.ts";
+
+/** Announcements of one path by identities that do not own it, kept waiting at most. */
+export const MAX_WAITING_PER_PATH = 4;
+
+/** Options of {@linkcode RouteTable}. */
+export interface RouteTableOptions {
+  /**
+   * How long a path stays with its publisher's identity after its last
+   * announcement ended, ms (RELAY_PUBLISHER_GRACE_MS; default 10000).
+   */
+  readonly graceMs?: number;
+  /** Timers for that grace (default the global ones). */
+  readonly timers?: Timers;
+}
 
 /** What a session offers the relay for one broadcast: a way to reach its publisher. */
 export interface RouteSource {
@@ -11,6 +27,13 @@ export interface RouteSource {
   readonly remote: string;
   /** Relays between this relay and the publisher when announced (0: connected here). */
   readonly hops: number;
+  /**
+   * The publisher's identity when it is connected here (its credential's
+   * `sub`, else its publish scopes; with auth off its IP address): the
+   * first identity to announce a path owns it (see {@linkcode RouteOwners}).
+   * Undefined for a peer relay's route.
+   */
+  readonly owner?: string;
   /** Hop ids of the announcement, origin first, passed on to peers. */
   readonly hopIds?: readonly bigint[];
   /** Opens an upstream subscription to one track, from group `start` when given. */
@@ -78,6 +101,8 @@ interface Candidate {
   hops: number;
   hopIds: readonly bigint[];
   ended: boolean;
+  /** Held back: another identity owns the path. */
+  waiting: boolean;
 }
 
 class SelectedRoute implements Route {
@@ -111,7 +136,9 @@ class SelectedRoute implements Route {
  * ({@linkcode compareRoutes}) each time a candidate arrives — never
  * periodically. A live loser is kept as the path's alternate (one per path;
  * a later loser takes its place only if it would win against it) and is
- * promoted when the selected route's announcement ends.
+ * promoted when the selected route's announcement ends. A route belongs to
+ * its publisher: an announcement by a publisher connected here whose
+ * identity does not own the path waits (see {@linkcode RouteOwners}).
  */
 export class RouteTable {
   readonly #routes = new Map<string, SelectedRoute>();
@@ -120,11 +147,37 @@ export class RouteTable {
   readonly #listeners = new Set<(change: RouteChange) => void>();
   readonly #metrics: RelayMetrics;
   readonly #now: () => number;
+  readonly #owners: RouteOwners;
+  /** Announcements waiting for their path's owner to be gone, by path. */
+  readonly #waiting = new Map<string, Candidate[]>();
 
   /** Creates an empty table. */
-  constructor(metrics: RelayMetrics, now: () => number) {
+  constructor(metrics: RelayMetrics, now: () => number, options: RouteTableOptions = {}) {
     this.#metrics = metrics;
     this.#now = now;
+    this.#owners = new RouteOwners({
+      graceMs: options.graceMs ?? 10_000,
+      ...(options.timers ? { timers: options.timers } : {}),
+      onFree: (path) => this.#ownerGone(path),
+    });
+  }
+
+  /** The identity that owns `path` (a publisher connected here), if any. */
+  owner(path: string): string | undefined {
+    return this.#owners.owner(path);
+  }
+
+  /** Number of announcements waiting for their path's owner to be gone. */
+  get waiting(): number {
+    let n = 0;
+    for (const list of this.#waiting.values()) n += list.length;
+    return n;
+  }
+
+  /** Cancels the owners' grace timers (the relay is stopping). */
+  close(): void {
+    this.#owners.close();
+    this.#waiting.clear();
   }
 
   /** The selected route of `path`. */
@@ -153,38 +206,36 @@ export class RouteTable {
     return () => this.#listeners.delete(fn);
   }
 
-  /** Counts `bytes` of `path` delivered through `source` (its route's bitrate). */
-  delivered(path: string, source: RouteSource, bytes: number): void {
+  /**
+   * The bitrate meter of `path`'s route through `source` (selected or
+   * retained), which a track reading through it adds each group's size to.
+   */
+  meter(path: string, source: RouteSource): RateMeter | undefined {
     for (const c of [this.#selected.get(path), this.#alternates.get(path)]) {
-      if (c?.source === source) c.rate.add(bytes);
+      if (c?.source === source) return c.rate;
     }
+    return undefined;
   }
 
-  /** Offers a session's announcement of `path` as a candidate route and elects. */
+  /**
+   * Offers a session's announcement of `path` as a candidate route and
+   * elects; an announcement whose identity does not own the path waits.
+   */
   announce(path: string, source: RouteSource): Announcement {
-    const now = this.#now();
     const c: Candidate = {
       source,
-      announcedAt: now,
+      announcedAt: this.#now(),
       rate: new RateMeter(this.#now),
       hops: source.hops,
       hopIds: source.hopIds ?? [],
       ended: false,
+      waiting: false,
     };
-    const current = this.#selected.get(path);
-    if (current === undefined) {
-      this.#select(path, c, { kind: "installed" });
+    if (source.owner === undefined || this.#owners.claim(path, source.owner)) {
+      this.#elect(path, c);
     } else {
-      const decision = compareRoutes(this.#stats(c), this.#stats(current));
-      if (decision.accepted) {
-        this.#metrics.routeReplacementsTotal.inc();
-        this.#offerAlternate(path, current);
-        this.#select(path, c, { kind: "replaced", previous: current.source });
-      } else {
-        this.#metrics.routeRejectionsTotal.inc({ reason: decision.reason });
-        this.#offerAlternate(path, c);
-        this.#syncGauges();
-      }
+      this.#metrics.routeRejectionsTotal.inc({ reason: "not_owner" });
+      this.#wait(path, c);
     }
     const selected = () => this.#selected.get(path) === c;
     const retained = () => this.#alternates.get(path) === c;
@@ -199,6 +250,56 @@ export class RouteTable {
       stepDown: () => this.#stepDown(path, c),
       end: () => this.#withdraw(path, c),
     };
+  }
+
+  #elect(path: string, c: Candidate): void {
+    const current = this.#selected.get(path);
+    if (current === undefined) {
+      this.#select(path, c, { kind: "installed" });
+      return;
+    }
+    const decision = compareRoutes(this.#stats(c), this.#stats(current));
+    if (decision.accepted) {
+      this.#metrics.routeReplacementsTotal.inc();
+      this.#offerAlternate(path, current);
+      this.#select(path, c, { kind: "replaced", previous: current.source });
+    } else {
+      this.#metrics.routeRejectionsTotal.inc({ reason: decision.reason });
+      this.#offerAlternate(path, c);
+      this.#syncGauges();
+    }
+  }
+
+  // Held back until the owner is gone; past the bound the announcement is refused outright.
+  #wait(path: string, c: Candidate): void {
+    const list = this.#waiting.get(path) ?? [];
+    if (list.length >= MAX_WAITING_PER_PATH) {
+      c.ended = true;
+      return;
+    }
+    c.waiting = true;
+    list.push(c);
+    this.#waiting.set(path, list);
+  }
+
+  // The owner of `path` did not come back within its grace: the waiting announcements go,
+  // the first live one's identity owning the path from now on.
+  #ownerGone(path: string): void {
+    const list = this.#waiting.get(path);
+    if (!list) return;
+    this.#waiting.delete(path);
+    for (const c of list) {
+      c.waiting = false;
+      const owner = c.source.owner!;
+      if (!this.#stats(c).alive) {
+        c.ended = true;
+      } else if (this.#owners.claim(path, owner)) {
+        this.#elect(path, c);
+      } else {
+        this.#metrics.routeRejectionsTotal.inc({ reason: "not_owner" });
+        this.#wait(path, c);
+      }
+    }
   }
 
   #stats(c: Candidate): RouteStats {
@@ -251,6 +352,14 @@ export class RouteTable {
   #withdraw(path: string, c: Candidate): void {
     if (c.ended) return;
     c.ended = true;
+    if (c.waiting) {
+      c.waiting = false;
+      const list = this.#waiting.get(path)?.filter((w) => w !== c) ?? [];
+      if (list.length > 0) this.#waiting.set(path, list);
+      else this.#waiting.delete(path);
+      return;
+    }
+    if (c.source.owner !== undefined) this.#owners.release(path, c.source.owner);
     if (this.#alternates.get(path) === c) {
       this.#alternates.delete(path);
       this.#syncGauges();

@@ -1,4 +1,5 @@
 import type { LiveFrames, TrackInfo, WriteGroupOptions } from "../../moq/mod.ts";
+import { systemTimers, type Timers } from "../../timers/mod.ts";
 
 /** A group received from upstream: complete, or at its first frame with the rest to follow. */
 export interface IncomingGroup {
@@ -63,12 +64,13 @@ export function releaseWhenAnswered(
   old: UpstreamTrack,
   oldDone: boolean,
   next: UpstreamTrack,
+  timers: Timers = systemTimers,
 ): void {
   const answered = next.answered;
   if (oldDone || answered === undefined) return closeQuietly(old);
-  const timer = setTimeout(() => closeQuietly(old), SWITCH_OVERLAP_MS);
+  const timer = timers.setTimeout(() => closeQuietly(old), SWITCH_OVERLAP_MS);
   const close = (): void => {
-    clearTimeout(timer);
+    timers.clearTimeout(timer);
     closeQuietly(old);
   };
   answered.then(close, close);

@@ -1,10 +1,11 @@
-import type { MoqSession } from "../../moq/mod.ts";
+import { SluiceError } from "../../errors/mod.ts";
+import type { MoqPeer, MoqSession } from "../../moq/mod.ts";
 import type { SessionCloseInfo } from "../../transport/mod.ts";
 
 /** A GOAWAY received from a peer. */
 export interface PeerGoaway {
   /** The session it came on. */
-  readonly moq: MoqSession;
+  readonly moq: MoqPeer;
   /** The peer's name (its credential's `sub` or URL `peer` parameter), or its address. */
   readonly peer: string;
   /** True when this relay dialed the session. */
@@ -22,10 +23,13 @@ export interface DialedPeer {
 }
 
 /** The dialed endpoint is this relay itself (a PEERS entry or redirect naming our own address). */
-export class SelfDialError extends Error {
+export class SelfDialError extends SluiceError {
+  /** The codes this class carries. */
+  static readonly codes = ["self_dial"] as const;
+  /** Stable code. */
+  declare readonly code: "self_dial";
   /** Makes the error. */
   constructor(message: string) {
-    super(message);
-    this.name = "SelfDialError";
+    super("self_dial", message);
   }
 }

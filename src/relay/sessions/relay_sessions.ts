@@ -1,22 +1,31 @@
-import { errorText } from "../../error_text/mod.ts";
-import type { Verifier } from "../../auth/mod.ts";
+import { errorText, redactUrl } from "../../error_text/mod.ts";
 import {
   accept,
+  acceptIetf,
   type Announcement,
   Announcer,
   connect,
   DeliveryTurns,
+  ietfDraftOf,
   MoqCode,
   MoqError,
-  type MoqSession,
+  type MoqPeer,
+  MoqSession,
+  startLease,
 } from "../../moq/mod.ts";
 import type { Session, SessionCloseInfo } from "../../transport/mod.ts";
-import type { TrackPatterns } from "../../path/mod.ts";
-import { type Admission, admitSession, DIALED_PEER, PEER_PARAMETER } from "./session_grants.ts";
-import type { RelayCore } from "../routing/mod.ts";
-import type { RelayMetrics } from "../metrics/mod.ts";
+import { Deadlines, sleep, type Timers } from "../../timers/mod.ts";
+import {
+  type Admission,
+  admitSession,
+  DIALED_PEER,
+  mayPublish,
+  PEER_PARAMETER,
+  publisherIdentity,
+} from "./session_grants.ts";
 import type { Announcement as RouteAnnouncement, RouteChange } from "../routing/mod.ts";
 import { leaveWhenUnused, type LiveSession, watchAnnouncements } from "./session_routes.ts";
+import { type CheckedSession, CredentialRecheck } from "./credential_recheck.ts";
 import { firstRtt, startPing } from "./session_rtt.ts";
 import {
   countClosed,
@@ -30,38 +39,10 @@ import {
   relayMoqOptions,
   relaySessionPolicy,
 } from "./session_moq_options.ts";
-import { startLease } from "./session_lease.ts";
-import { type DialedPeer, type PeerGoaway, SelfDialError } from "./peer_session.ts";
+import { type DialedPeer, SelfDialError } from "./peer_session.ts";
+import type { RelaySessionsOptions } from "./relay_sessions_options.ts";
 
-/** Options of {@link RelaySessions}. */
-export interface RelaySessionsOptions {
-  /** Routing and fan-out. */
-  readonly core: RelayCore;
-  /** Metrics. */
-  readonly metrics: RelayMetrics;
-  /** Credential verifier; undefined admits every session. */
-  readonly verifier: Verifier | undefined;
-  /** GROUP_CACHE_SIZE: also each subscriber's queue bound before it is skipped forward. */
-  readonly cacheSize: number;
-  /** This relay's hop id: the origin of every session, so announcements never loop back. */
-  readonly hopId: bigint;
-  /** Clock in ms. */
-  readonly now: () => number;
-  /** RELAY_DATAGRAM_TRACKS: tracks whose single-frame groups go to clients as datagrams. */
-  readonly datagramTracks?: TrackPatterns;
-  /** RELAY_DELIVERY_TURN_MS: delivery per turn shared by every session's subscriptions (0: no turns). */
-  readonly deliveryTurnMs?: number;
-  /** Interval of the session RTT ping in ms (0 disables; default 10000). */
-  readonly rttIntervalMs?: number;
-  /** Longest wait for session bookkeeping at stop, ms (default 5000). */
-  readonly stopTimeoutMs?: number;
-  /** A peer's session sent GOAWAY (`uri` empty when it named no other relay). */
-  readonly onPeerGoaway?: (goaway: PeerGoaway) => void;
-  /** A peer dialed in and was admitted (by its name). */
-  readonly onPeerAdmitted?: (name: string) => void;
-  /** Logs a line. */
-  readonly log: (line: string) => void;
-}
+const RESOLVED: Promise<unknown> = Promise.resolve();
 
 /**
  * The relay's session layer: admits each moq session by its credential (a
@@ -79,6 +60,13 @@ export class RelaySessions {
   readonly #announced = new Map<string, Announcement>();
   readonly #unwatch: () => void;
   readonly #turns: DeliveryTurns | undefined;
+  readonly #recheck: CredentialRecheck | undefined;
+  // Every session's credential lease shares one timer rather than holding a timer of its own.
+  readonly #leases: Timers;
+  // Live sessions per remote address: an entry lives exactly as long as a session from there,
+  // so the live sessions bound it.
+  readonly #perRemote = new Map<string, number>();
+  #context: RelayMoqContext | undefined;
   #refusing = false;
 
   /** Starts mirroring selected routes into the relay's announcer. */
@@ -88,7 +76,15 @@ export class RelaySessions {
       ? new DeliveryTurns({ budgetMs: options.deliveryTurnMs })
       : undefined;
     this.#unwatch = options.core.routes.onChange((c) => this.#mirror(c));
+    this.#recheck = options.verifier
+      ? new CredentialRecheck({ verifier: options.verifier, log: options.log })
+      : undefined;
     options.metrics.registry.onCollect(() => this.#collect());
+    const leases = new Deadlines({
+      ...(options.timers ? { timers: options.timers } : {}),
+      now: options.now,
+    });
+    this.#leases = leases.timers;
   }
 
   /** Number of sessions running now. */
@@ -118,10 +114,13 @@ export class RelaySessions {
     }
   }
 
-  /** What every relay session's moq options and policy are made from. */
+  /**
+   * What every relay session's moq options and policy are made from: one object, which each
+   * session's policy callbacks hold for its whole life, shared rather than one per session.
+   */
   #moqContext(): RelayMoqContext {
     const o = this.#opts;
-    return {
+    return this.#context ??= {
       announcer: this.announcer,
       hopId: o.hopId,
       cacheSize: o.cacheSize,
@@ -152,32 +151,42 @@ export class RelaySessions {
     return task;
   }
 
-  async #accept(session: Session): Promise<void> {
+  async #accept(session: Session): Promise<SessionCloseInfo | undefined> {
     const o = this.#opts;
     const context = this.#moqContext();
     let admission: Admission | undefined;
-    let moq: MoqSession;
+    let moq: MoqPeer;
+    // An IETF MoQ Transport client (by its negotiated protocol) gets the IETF session;
+    // both serve the same surface, so routing below never knows the dialect.
+    const ietf = ietfDraftOf(session.protocol) !== undefined;
+    const start = ietf ? acceptIetf : accept;
     try {
-      moq = await accept(session, {
+      moq = await start(session, {
         ...relayMoqOptions(context),
         admit: async (s) => {
           try {
             admission = await admitSession(s.url, o.verifier);
+            // The mesh speaks moq-lite (hop lists, RTT pings): a peer credential over IETF is refused.
+            if (ietf && admission.peer) {
+              o.log(`relay: session ${s.remote} refused: a peer relay must speak moq-lite`);
+              return false;
+            }
             return relaySessionPolicy(context, admission);
           } catch (e) {
             o.log(`relay: session ${s.remote} refused: ${errorText(e)}`);
-            return false;
+            throw e; // the close reason says why (an AuthError's message)
           }
         },
       });
     } catch (e) {
       if (!(e instanceof MoqError)) throw e;
-      return; // refused (closed with the unauthorized code) or never set up
+      return undefined; // refused (closed with the unauthorized code) or never set up
     }
     const a = admission!;
-    const name = a.grant?.sub ?? moq.url?.searchParams.get(PEER_PARAMETER) ?? moq.remote;
-    if (a.peer) o.onPeerAdmitted?.(name);
-    await this.#run(moq, a, { dialed: false, name });
+    const name = a.grant?.sub ??
+      (moq.url && new URLSearchParams(moq.url.search).get(PEER_PARAMETER)) ?? moq.remote;
+    // Returned, not awaited: the session's whole life then holds #run's frame only, not this one.
+    return this.#run(moq, a, { dialed: false, name });
   }
 
   /**
@@ -195,7 +204,7 @@ export class RelaySessions {
       ...relayMoqOptions(context),
       ...relaySessionPolicy(context, DIALED_PEER),
     });
-    const first = await firstRtt(moq, this.#opts.now);
+    const first = await firstRtt(moq, this.#opts.now, this.#opts.timers);
     if (moq.isClosed || first === undefined) {
       const info = await moq.closed.catch(() => undefined);
       moq.close(0, "no answer");
@@ -216,7 +225,7 @@ export class RelaySessions {
 
   /** Runs an admitted session until it ends, then does its bookkeeping. */
   async #run(
-    moq: MoqSession,
+    moq: MoqPeer,
     admission: Admission,
     how: { dialed: boolean; name: string; rtt?: number },
   ): Promise<SessionCloseInfo> {
@@ -225,29 +234,43 @@ export class RelaySessions {
     const labels = { transport: moq.transport.transport, class: peer ? "peer" : "client" };
     o.metrics.sessionsTotal.inc(labels);
     const live = this.#enter(moq, peer, how.rtt);
-    const routes = new Map<string, RouteAnnouncement>();
-    if (peer) this.#followGoaway(live, routes, how);
-    const lease = startLease(moq, admission.grant, o.now, o.log);
+    const publishes = mayPublish(admission);
+    // The session's candidate routes, by path: only a peer or a publisher has any.
+    const routes = peer || publishes ? new Map<string, RouteAnnouncement>() : undefined;
+    if (peer) this.#followGoaway(live, routes!, how);
+    const lease = startLease(
+      moq,
+      admission.grant,
+      o.now,
+      (line) => o.log(`relay: ${line}`),
+      this.#leases,
+    );
     // A peer's routes are elected on arrival, so its RTT is measured before its announcements.
     const firstPing = peer && how.rtt === undefined
-      ? firstRtt(moq, o.now).then((s) => s !== undefined && this.#sample(live, s))
-      : Promise.resolve();
+      ? firstRtt(moq, o.now, o.timers).then((s) => s !== undefined && this.#sample(live, s))
+      : RESOLVED;
     const stopPing = this.#pingEvery(live);
-    const watching = mayPublish(admission)
-      ? firstPing.then(() => watchAnnouncements(live, routes, o.core.routes, o.log))
-      : Promise.resolve();
+    const checked = this.#watchCredential(moq, admission);
+    // The publisher's identity owns the paths it announces first (see RouteOwners).
+    const owner = publisherIdentity(admission, moq.remote, how.dialed);
+    const watching = publishes
+      ? firstPing.then(() => watchAnnouncements(live, routes!, o.core.routes, o.log, owner))
+      : RESOLVED;
     const info = await moq.closed;
     lease.stop();
+    if (checked) this.#recheck?.forget(checked);
     stopPing();
-    for (const r of routes.values()) r.end();
-    routes.clear();
+    if (routes) {
+      for (const r of routes.values()) r.end();
+      routes.clear();
+    }
     await watching;
-    this.#leave(live, labels, info, lease.expired);
+    this.#leave(live, labels, info, lease.expired || (checked?.revoked ?? false));
     return info;
   }
 
   // A session joins the live set, with its first RTT sample when the dial measured one.
-  #enter(moq: MoqSession, peer: boolean, rtt: number | undefined): LiveSession {
+  #enter(moq: MoqPeer, peer: boolean, rtt: number | undefined): LiveSession {
     const live: LiveSession = {
       moq,
       remote: moq.remote,
@@ -260,7 +283,16 @@ export class RelaySessions {
     };
     if (rtt !== undefined) this.#sample(live, rtt);
     this.#live.add(live);
+    this.#perRemote.set(live.remote, (this.#perRemote.get(live.remote) ?? 0) + 1);
     return live;
+  }
+
+  // A session admitted with a credential is checked again whenever the key set changes.
+  #watchCredential(moq: MoqPeer, admission: Admission): CheckedSession | undefined {
+    if (admission.token === undefined || this.#recheck === undefined) return undefined;
+    const checked: CheckedSession = { moq, token: admission.token, revoked: false };
+    this.#recheck.watch(checked);
+    return checked;
   }
 
   // A peer's GOAWAY: its routes are left once unused, and the mesh may follow its redirect.
@@ -274,7 +306,11 @@ export class RelaySessions {
     moq.goaway.then((uri) => {
       if (moq.isClosed) return;
       o.metrics.peerGoawayReceivedTotal.inc({ redirect: uri ? "true" : "false" });
-      o.log(`relay: peer ${how.name} (${moq.remote}) sent GOAWAY${uri ? ` naming ${uri}` : ""}`);
+      o.log(
+        `relay: peer ${how.name} (${moq.remote}) sent GOAWAY${
+          uri ? ` naming ${redactUrl(uri)}` : ""
+        }`,
+      );
       leaveWhenUnused(
         live,
         routes,
@@ -285,17 +321,24 @@ export class RelaySessions {
     });
   }
 
-  // The periodic RTT ping (at once when no sample was taken yet); returns what stops it.
+  // The periodic RTT ping of a peer relay, on its own timer (at once when no sample was taken
+  // yet), since route election needs its RTT; returns what stops it. Only a sluice relay knows
+  // the ping's reserved track: a client (@moq/net, a browser) would answer each ping with a
+  // refusal and a log line of its own, so client sessions are not pinged (docs/relay.md,
+  // "session_rtt_ms"). A client's route is never elected on RTT: it has fewer hops than any
+  // route through a peer.
   #pingEvery(live: LiveSession): () => void {
     const o = this.#opts;
     const every = o.rttIntervalMs ?? 10_000;
-    if (every <= 0) return () => {};
+    // The mesh speaks moq-lite; a peer over IETF is refused at admission.
+    if (every <= 0 || !live.peer || !(live.moq instanceof MoqSession)) return () => {};
     return startPing(
       live.moq,
       every,
       live.srtt === undefined ? 0 : every,
       o.now,
       (x) => this.#sample(live, x),
+      o.timers,
     );
   }
 
@@ -309,7 +352,12 @@ export class RelaySessions {
     const m = this.#opts.metrics;
     this.#live.delete(live);
     countDatagrams(m, live);
-    const lastOfRemote = ![...this.#live].some((l) => l.remote === live.remote);
+    // Counted per address rather than found by scanning every live session: a burst of sessions
+    // ending at once would otherwise cost the square of their number.
+    const left = (this.#perRemote.get(live.remote) ?? 1) - 1;
+    if (left > 0) this.#perRemote.set(live.remote, left);
+    else this.#perRemote.delete(live.remote);
+    const lastOfRemote = left === 0;
     countClosed(m, live, labels, info, expired, lastOfRemote);
   }
 
@@ -334,7 +382,7 @@ export class RelaySessions {
   async drained(timeoutMs: number): Promise<boolean> {
     const until = this.#opts.now() + timeoutMs;
     while (this.#live.size > 0 && this.#opts.now() < until) {
-      await new Promise((r) => setTimeout(r, 50));
+      await sleep(50, undefined, this.#opts.timers);
     }
     return this.#live.size === 0;
   }
@@ -343,22 +391,16 @@ export class RelaySessions {
   async stop(): Promise<void> {
     this.#refusing = true;
     this.#unwatch();
+    this.#recheck?.stop();
     for (const l of this.#live) l.moq.close(0, "relay stopping");
     // Sessions are closed; their bookkeeping normally finishes at once, but never hold shutdown.
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new AbortController();
     await Promise.race([
       Promise.all([...this.#tasks]),
-      new Promise((r) => (timer = setTimeout(r, this.#opts.stopTimeoutMs ?? 5000))),
+      sleep(this.#opts.stopTimeoutMs ?? 5000, late.signal, this.#opts.timers),
     ]);
-    clearTimeout(timer);
+    late.abort();
     for (const a of this.#announced.values()) a.withdraw();
     this.#announced.clear();
   }
-}
-
-// A credential that cannot publish never yields a route: that session is not asked for
-// announcements (each open control stream holds a read buffer in the transport).
-function mayPublish(admission: Admission): boolean {
-  return admission.grant === undefined || admission.peer ||
-    admission.grant.scopes.some((sc) => sc.actions.includes("publish"));
 }

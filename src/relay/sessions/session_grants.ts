@@ -8,6 +8,8 @@ export const PEER_PARAMETER = "peer";
 export interface Admission {
   /** The verified grant; undefined when auth is off (every action allowed). */
   readonly grant: Grant | undefined;
+  /** The credential the grant was verified from (checked again when the key set changes). */
+  readonly token?: string;
   /** The URL's path without outer slashes: where the client intends to work (checked at admission). */
   readonly root: string;
   /**
@@ -60,7 +62,8 @@ export async function admitSession(
   verifier: Verifier | undefined,
 ): Promise<Admission> {
   const root = sessionRoot(url);
-  const claimsPeer = url?.searchParams.has(PEER_PARAMETER) ?? false;
+  // Not `url.searchParams`: the session's URL would keep it (see tokenFromUrl).
+  const claimsPeer = url !== undefined && new URLSearchParams(url.search).has(PEER_PARAMETER);
   if (verifier === undefined) return { grant: undefined, root, peer: claimsPeer };
   const token = url === undefined ? undefined : tokenFromUrl(url);
   if (token === undefined) {
@@ -80,7 +83,7 @@ export async function admitSession(
       `The credential allows neither publish nor subscribe under "/${root}"`,
     );
   }
-  return { grant, root, peer };
+  return { grant, root, peer, token };
 }
 
 /**
@@ -100,3 +103,39 @@ export function allowed(
 
 /** What the relay grants a session it dialed itself (a configured peer): everything. */
 export const DIALED_PEER: Admission = { grant: undefined, root: "", peer: true };
+
+/** The host of a session's `host:port` address, IPv4-mapped IPv6 as plain IPv4. */
+function remoteHost(remote: string): string {
+  const host = remote.replace(/:\d+$/, "").replace(/^\[|\]$/g, "").toLowerCase();
+  return host.replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/, "$1");
+}
+
+/**
+ * Who a publisher connected here is, for route ownership: its credential's
+ * `sub`; without one, its key prefix and publish scopes; with auth off, its
+ * IP address (a restarted publisher on the same host is the same identity).
+ * Undefined for a peer relay, whose routes are owned where they start: one
+ * this relay dialed, or one whose credential has a `peer` scope. With auth
+ * off, a session that dialed in saying it is a peer proves nothing, so it is
+ * a publisher like any other (by its address).
+ */
+export function publisherIdentity(
+  admission: Admission,
+  remote: string,
+  dialed: boolean,
+): string | undefined {
+  if (admission.peer && (dialed || admission.grant !== undefined)) return undefined;
+  const grant = admission.grant;
+  if (grant === undefined) return `address:${remoteHost(remote)}`;
+  if (grant.sub !== undefined) return `sub:${grant.sub}`;
+  const scopes = grant.scopes.filter((s) => s.actions.includes("publish"))
+    .map((s) => JSON.stringify(s.broadcast)).sort();
+  return `scopes:${grant.keyPrefix ?? ""}:${scopes.join(",")}`;
+}
+
+// A credential that cannot publish never yields a route: that session is not asked for
+// announcements (each open control stream holds a read buffer in the transport).
+export function mayPublish(admission: Admission): boolean {
+  return admission.grant === undefined || admission.peer ||
+    admission.grant.scopes.some((sc) => sc.actions.includes("publish"));
+}

@@ -58,16 +58,18 @@ export function relaySessionPolicy(c: RelayMoqContext, a: Admission): SessionPol
       return false;
     },
     serve: async (r): Promise<ServeDecision> => {
-      if (r.path === RTT_PING_PATH) return "not-found";
+      if (r.path === RTT_PING_PATH) return "not_found";
       if (!allowed(a, "subscribe", r.path, r.track)) {
         if (r.kind !== "fetch") m.subscribeErrorsTotal.inc({ code: "unauthorized" });
         return "unauthorized";
       }
       try {
-        return await c.core.source(r.path, r.track, r.kind, r.start);
+        // A relay answers TRACK_STATUS from the upstream subscription a SUBSCRIBE would open.
+        const kind = r.kind === "status" ? "subscribe" : r.kind;
+        return await c.core.source(r.path, r.track, kind, r.start);
       } catch (e) {
         if (e instanceof SubscribeError) {
-          return e.code === "unauthorized" ? "unauthorized" : "not-found";
+          return e.code === "unauthorized" ? "unauthorized" : "not_found";
         }
         throw e;
       }

@@ -1,14 +1,11 @@
-import type { MoqSession } from "../../moq/mod.ts";
-import type { UpstreamTrack } from "../routing/mod.ts";
+import type { MoqPeer } from "../../moq/mod.ts";
+import { SessionSource } from "../routing/mod.ts";
 import type { Announcement as RouteAnnouncement, RouteTable } from "../routing/mod.ts";
-
-/** Groups an upstream subscription may hold before the distributor's loop takes them. */
-const UPSTREAM_QUEUE_LIMIT = 1024;
 
 /** One running session as the relay's session layer keeps it. */
 export interface LiveSession {
   /** The moq session. */
-  readonly moq: MoqSession;
+  readonly moq: MoqPeer;
   /** Its remote address, the `remote` label of its metrics. */
   readonly remote: string;
   /** Class "peer": another relay. */
@@ -29,13 +26,15 @@ export interface LiveSession {
  * Turns a session's announcements into candidate routes for as long as it
  * lives: an active announcement is offered to `table` (a second one for the
  * same path is a restart with a new hop list), an ended one withdrawn.
- * `routes` holds the session's candidates by path.
+ * `routes` holds the session's candidates by path; `owner` is the
+ * publisher's identity (undefined for a peer relay).
  */
 export async function watchAnnouncements(
   live: LiveSession,
   routes: Map<string, RouteAnnouncement>,
   table: RouteTable,
   log: (line: string) => void,
+  owner?: string,
 ): Promise<void> {
   const { moq, peer } = live;
   try {
@@ -55,54 +54,13 @@ export async function watchAnnouncements(
       }
       routes.set(
         e.path,
-        table.announce(e.path, {
-          remote: moq.remote,
-          hops,
-          hopIds: e.hops,
-          subscribe: (track, options) => upstream(moq, e.path, track, options?.start),
-          ...(moq.version === "moq-lite-05"
-            ? { trackInfo: (track: string) => moq.trackInfo(e.path, track) }
-            : {}),
-          fetch: (track, group, options) => moq.fetch(e.path, track, group, options),
-          rttMs: () => live.srtt,
-          alive: () => !moq.isClosed && !live.draining,
-        }),
+        // A value: routing reads the session record and talks to its moq session itself.
+        table.announce(e.path, new SessionSource(live, e.path, { hops, hopIds: e.hops, owner })),
       );
     }
   } catch (e) {
     if (!moq.isClosed) log(`relay: announcements of ${moq.remote} failed: ${e}`);
   }
-}
-
-/** The relay's upstream subscription to one track of the session's broadcast. */
-async function upstream(
-  moq: MoqSession,
-  path: string,
-  track: string,
-  start: number | undefined,
-): Promise<UpstreamTrack> {
-  // The distributor takes every group at once, so this queue only ever holds one
-  // burst (groups retransmitted on a lossy link land together); never drop from it.
-  // Each group is handed over at its first frame and followed frame by frame (cut-through).
-  const sub = moq.subscribe(path, track, {
-    queueLimit: UPSTREAM_QUEUE_LIMIT,
-    partial: true,
-    ...(start === undefined ? {} : { start }),
-  });
-  try {
-    await sub.ready;
-  } catch (e) {
-    sub.close();
-    throw e;
-  }
-  return {
-    groups: sub,
-    close: () => sub.close(),
-    inflight: () => sub.receiving,
-    skipped: () => sub.skipped,
-    answered: sub.answered,
-    info: sub.info,
-  };
 }
 
 /**

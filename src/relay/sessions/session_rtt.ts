@@ -1,4 +1,5 @@
-import type { MoqSession } from "../../moq/mod.ts";
+import type { MoqPeer } from "../../moq/mod.ts";
+import { systemTimers, type Timers } from "../../timers/mod.ts";
 
 /** The reserved broadcast the RTT ping asks for; no publisher ever has it. */
 export const RTT_PING_PATH = ".sluice/rtt-ping";
@@ -10,22 +11,23 @@ export const RTT_PING_PATH = ".sluice/rtt-ping";
  * relay's session RTT. Undefined when the peer did not answer in time.
  */
 export async function pingRtt(
-  moq: MoqSession,
+  moq: MoqPeer,
   now: () => number,
   timeoutMs = 5000,
+  timers: Timers = systemTimers,
 ): Promise<number | undefined> {
   if (moq.isClosed) return undefined;
   const started = now();
   const sub = moq.subscribe(RTT_PING_PATH, "ping");
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timer: unknown;
   try {
     const answered = await Promise.race([
       sub.ready.then(() => true, () => true),
-      new Promise<false>((r) => (timer = setTimeout(() => r(false), timeoutMs))),
+      new Promise<false>((r) => (timer = timers.setTimeout(() => r(false), timeoutMs))),
     ]);
     return answered && !moq.isClosed ? now() - started : undefined;
   } finally {
-    if (timer !== undefined) clearTimeout(timer);
+    if (timer !== undefined) timers.clearTimeout(timer);
     sub.close();
   }
 }
@@ -41,12 +43,13 @@ export function smoothRtt(previous: number | undefined, sample: number): number 
  * streams and warming code paths. Undefined when the peer did not answer.
  */
 export async function firstRtt(
-  moq: MoqSession,
+  moq: MoqPeer,
   now: () => number,
+  timers: Timers = systemTimers,
 ): Promise<number | undefined> {
-  const a = await pingRtt(moq, now);
+  const a = await pingRtt(moq, now, undefined, timers);
   if (a === undefined) return undefined;
-  const b = await pingRtt(moq, now);
+  const b = await pingRtt(moq, now, undefined, timers);
   return b === undefined ? a : Math.min(a, b);
 }
 
@@ -56,23 +59,24 @@ export async function firstRtt(
  * fails (the session is ending) just yields no sample.
  */
 export function startPing(
-  moq: MoqSession,
+  moq: MoqPeer,
   everyMs: number,
   firstMs: number,
   now: () => number,
   onSample: (ms: number) => void,
+  timers: Timers = systemTimers,
 ): () => void {
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timer: unknown;
   let stopped = false;
   const tick = async () => {
-    const sample = await pingRtt(moq, now).catch(() => undefined);
+    const sample = await pingRtt(moq, now, undefined, timers).catch(() => undefined);
     if (stopped) return;
     if (sample !== undefined) onSample(sample);
-    timer = setTimeout(tick, everyMs);
+    timer = timers.setTimeout(tick, everyMs);
   };
-  timer = setTimeout(tick, firstMs);
+  timer = timers.setTimeout(tick, firstMs);
   return () => {
     stopped = true;
-    if (timer !== undefined) clearTimeout(timer);
+    if (timer !== undefined) timers.clearTimeout(timer);
   };
 }

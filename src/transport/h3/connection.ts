@@ -105,7 +105,7 @@ export class H3Connection implements SessionHost {
   /** Runs `task`, keeping its failure contained; `settled()` waits for all of them. */
   spawn(task: Promise<unknown>): void {
     const t = task.catch((err) => {
-      if (err instanceof H3ConnectionError) this.fail(err.code, err.message);
+      if (err instanceof H3ConnectionError) this.fail(err.wireCode, err.message);
     });
     this.#tasks.add(t);
     t.finally(() => this.#tasks.delete(t));

@@ -110,7 +110,7 @@ export class ControlStreams {
       }
     } catch (err) {
       if (err instanceof H3ConnectionError) throw err;
-      if (err instanceof DecodeError && err.kind === "truncated") {
+      if (err instanceof DecodeError && err.code === "truncated") {
         throw new H3ConnectionError(
           H3Code.CLOSED_CRITICAL_STREAM,
           "Control stream closed mid-frame",

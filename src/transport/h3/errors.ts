@@ -1,3 +1,5 @@
+import { SluiceError } from "../../errors/mod.ts";
+
 /** HTTP/3, QPACK and HTTP-datagram error codes (RFC 9114 §8.1, RFC 9204 §6, RFC 9297 §5.2). */
 export const H3Code = {
   NO_ERROR: 0x100,
@@ -26,14 +28,17 @@ export const H3Code = {
   WT_SESSION_GONE: 0x170d7b68,
 } as const;
 
-/** A connection-level HTTP/3 error: the whole QUIC connection is closed with `code`. */
-export class H3ConnectionError extends Error {
+/** A connection-level HTTP/3 error: the whole QUIC connection is closed with `wireCode`. */
+export class H3ConnectionError extends SluiceError {
+  /** The codes this class carries. */
+  static readonly codes = ["protocol_violation"] as const;
+  /** Stable code: the peer broke HTTP/3 (which one says {@linkcode wireCode}). */
+  declare readonly code: "protocol_violation";
   /** The HTTP/3 error code sent in CONNECTION_CLOSE. */
-  readonly code: number;
+  readonly wireCode: number;
   /** Creates the error. */
-  constructor(code: number, message: string) {
-    super(message);
-    this.name = "H3ConnectionError";
-    this.code = code;
+  constructor(wireCode: number, message: string) {
+    super("protocol_violation", message);
+    this.wireCode = wireCode;
   }
 }

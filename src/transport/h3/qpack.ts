@@ -1,3 +1,4 @@
+import { SluiceError } from "../../errors/mod.ts";
 import { huffmanDecode, huffmanEncode, huffmanEncodedLength } from "./huffman.ts";
 import { STATIC_TABLE } from "./qpack_static_table.ts";
 
@@ -5,20 +6,26 @@ import { STATIC_TABLE } from "./qpack_static_table.ts";
 export type HeaderField = readonly [name: string, value: string];
 
 /** A field section QPACK could not decode (connection error QPACK_DECOMPRESSION_FAILED). */
-export class QpackError extends Error {
+export class QpackError extends SluiceError {
+  /** The codes this class carries. */
+  static readonly codes = ["protocol_violation"] as const;
+  /** Stable code. */
+  declare readonly code: "protocol_violation";
   /** Creates the error. */
   constructor(message: string) {
-    super(message);
-    this.name = "QpackError";
+    super("protocol_violation", message);
   }
 }
 
 /** A field section larger than the configured limit (answered with 431, the connection lives). */
-export class HeaderTooLargeError extends Error {
+export class HeaderTooLargeError extends SluiceError {
+  /** The codes this class carries. */
+  static readonly codes = ["too_large"] as const;
+  /** Stable code. */
+  declare readonly code: "too_large";
   /** Creates the error. */
   constructor(message: string) {
-    super(message);
-    this.name = "HeaderTooLargeError";
+    super("too_large", message);
   }
 }
 

@@ -4,6 +4,7 @@
  * from the peer are applied by `receive.ts`; the public `Session` is
  * `session.ts`.
  */
+import type { Timers } from "../../timers/mod.ts";
 import type { SessionClosedError } from "../errors.ts";
 import { RecvWindow, SendCredit, StreamCountLimit } from "./credit.ts";
 import { type ControlFrame, encodeFrame, MAX_STREAM_PAYLOAD, streamFrameHeader } from "./frame.ts";
@@ -45,6 +46,8 @@ export interface ConnectionOptions {
   readonly onOverflow: () => void;
   /** A message was sent. */
   readonly onSent: () => void;
+  /** Timers of the send scheduler's back-off (default the system's). */
+  readonly timers?: Timers;
 }
 
 /** One QMux connection's streams and flow control. */
@@ -117,6 +120,7 @@ export class QMuxConnection implements StreamHost {
       maxDatagrams: 64,
       onOverflow: options.onOverflow,
       onSent: options.onSent,
+      ...(options.timers ? { timers: options.timers } : {}),
     });
   }
 

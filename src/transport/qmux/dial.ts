@@ -7,7 +7,8 @@
  * reports the HTTP status of a refused handshake in
  * {@linkcode QMuxConnectError.status}.
  */
-import { errorText } from "../../error_text/mod.ts";
+import { errorText, redactUrl } from "../../error_text/mod.ts";
+import { systemTimers, type Timers } from "../../timers/mod.ts";
 import type { Session } from "../session.ts";
 import { checkQMuxUrl, qmuxClientSession } from "./client_session.ts";
 import { QMuxConnectError } from "./errors.ts";
@@ -36,6 +37,8 @@ export interface ConnectQMuxOptions {
   readonly params?: Partial<TransportParams>;
   /** Socket bytes in flight above which writes wait. */
   readonly highWater?: number;
+  /** Timers of the dial's deadline and the session's waits (default the system's). */
+  readonly timers?: Timers;
 }
 
 /**
@@ -64,11 +67,14 @@ export async function connectQMux(url: URL, options: ConnectQMuxOptions): Promis
     }),
     options.timeoutMs ?? 10_000,
     options.signal,
+    options.timers ?? systemTimers,
   );
   if (!offer.includes(protocol)) {
     socket.close(1002, "Unexpected subprotocol");
     throw new QMuxConnectError(
-      `Cannot open QMux to "${url.href}": the server chose subprotocol "${protocol}", which was not offered`,
+      `Cannot open QMux to "${
+        redactUrl(url)
+      }": the server chose subprotocol "${protocol}", which was not offered`,
     );
   }
   return qmuxClientSession(socket, protocol, url, options);
@@ -83,6 +89,7 @@ function withDeadline<T extends { socket: MessageSocket }>(
   opening: Promise<T>,
   timeoutMs: number,
   signal: AbortSignal | undefined,
+  timers: Timers,
 ): Promise<T> {
   return new Promise((resolve, reject) => {
     let settled = false;
@@ -90,12 +97,12 @@ function withDeadline<T extends { socket: MessageSocket }>(
       if (settled) return;
       settled = true;
       cleanup();
-      reject(new QMuxConnectError(`Cannot open QMux to "${url.href}": ${why}`));
+      reject(new QMuxConnectError(`Cannot open QMux to "${redactUrl(url)}": ${why}`));
     };
-    const timer = setTimeout(() => giveUp(`no answer within ${timeoutMs} ms`), timeoutMs);
+    const timer = timers.setTimeout(() => giveUp(`no answer within ${timeoutMs} ms`), timeoutMs);
     const onAbort = () => giveUp("the dial was abandoned");
     const cleanup = () => {
-      clearTimeout(timer);
+      timers.clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
     };
     if (signal?.aborted) onAbort();
@@ -111,11 +118,15 @@ function withDeadline<T extends { socket: MessageSocket }>(
       cleanup();
       reject(
         err instanceof QMuxConnectError
-          ? new QMuxConnectError(`Cannot open QMux to "${url.href}": ${err.message}`, err.status, {
-            cause: err,
-          })
+          ? new QMuxConnectError(
+            `Cannot open QMux to "${redactUrl(url)}": ${err.message}`,
+            err.status,
+            {
+              cause: err,
+            },
+          )
           : new QMuxConnectError(
-            `Cannot open QMux to "${url.href}": ${errorText(err)}`,
+            `Cannot open QMux to "${redactUrl(url)}": ${errorText(err)}`,
             undefined,
             {
               cause: err,

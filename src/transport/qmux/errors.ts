@@ -4,6 +4,8 @@
  * error code (RFC 9000 §20.1), as draft-ietf-quic-qmux reuses them.
  */
 
+import { SluiceError } from "../../errors/mod.ts";
+
 /** QUIC transport error codes used in CONNECTION_CLOSE (RFC 9000 §20.1). */
 export const TransportCode = {
   NO_ERROR: 0x00,
@@ -30,16 +32,19 @@ export const WebSocketCode = {
  * The peer broke the QMux protocol: the session ends with CONNECTION_CLOSE
  * (`code`, a QUIC transport error code) and a WebSocket close (`wsCode`).
  */
-export class QMuxProtocolError extends Error {
+export class QMuxProtocolError extends SluiceError {
+  /** The codes this class carries. */
+  static readonly codes = ["protocol_violation"] as const;
+  /** Stable code: the peer broke QMux (which rule says {@linkcode wireCode}). */
+  declare readonly code: "protocol_violation";
   /** QUIC transport error code for CONNECTION_CLOSE. */
-  readonly code: number;
+  readonly wireCode: number;
   /** WebSocket close code that follows it. */
   readonly wsCode: number;
   /** Makes the error. */
-  constructor(code: number, message: string, wsCode: number = WebSocketCode.PROTOCOL_ERROR) {
-    super(message);
-    this.name = "QMuxProtocolError";
-    this.code = code;
+  constructor(wireCode: number, message: string, wsCode: number = WebSocketCode.PROTOCOL_ERROR) {
+    super("protocol_violation", message);
+    this.wireCode = wireCode;
     this.wsCode = wsCode;
   }
 }
@@ -48,13 +53,16 @@ export class QMuxProtocolError extends Error {
  * A WebSocket handshake did not produce a QMux session: refused by the
  * server, unreachable, or answered with a subprotocol we did not offer.
  */
-export class QMuxConnectError extends Error {
+export class QMuxConnectError extends SluiceError {
+  /** The codes this class carries: refused by the server (a status), or not reached. */
+  static readonly codes = ["refused", "network"] as const;
+  /** Stable code: `refused` when the server answered with a status, else `network`. */
+  declare readonly code: (typeof QMuxConnectError.codes)[number];
   /** The HTTP status when the server refused and the runtime reported it. */
   readonly status: number | undefined;
   /** Makes the error. */
   constructor(message: string, status?: number, options?: ErrorOptions) {
-    super(message, options);
-    this.name = "QMuxConnectError";
+    super(status === undefined ? "network" : "refused", message, options);
     this.status = status;
   }
 }

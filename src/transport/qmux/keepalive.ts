@@ -6,6 +6,8 @@
  * peer's answer proves it is alive even when it has nothing to send.
  */
 
+import { systemTimers, type Timers } from "../../timers/mod.ts";
+
 /** The effective idle timeout in ms (0: none): the smaller non-zero of the two. */
 export function effectiveIdleTimeout(ours: number, theirs: number): number {
   if (ours === 0) return theirs;
@@ -20,14 +22,24 @@ export class KeepAlive {
   #lastReceived: number;
   #lastSent: number;
   #lastPing: number;
-  #timer: ReturnType<typeof setInterval> | undefined;
+  #timer: unknown;
+  readonly #timers: Timers;
 
-  /** Starts watching (the interval is a sixth of the timeout, at least 50 ms). */
-  constructor(timeoutMs: number, now: () => number, ping: () => void, idle: () => void) {
+  /** Starts watching (a check every sixth of the timeout, at least 50 ms, on `timers`). */
+  constructor(
+    timeoutMs: number,
+    now: () => number,
+    ping: () => void,
+    idle: () => void,
+    timers: Timers = systemTimers,
+  ) {
     this.#timeoutMs = timeoutMs;
     this.#now = now;
+    this.#timers = timers;
     this.#lastReceived = this.#lastSent = this.#lastPing = now();
-    this.#timer = setInterval(() => {
+    const everyMs = Math.max(50, timeoutMs / 6);
+    const check = (): void => {
+      this.#timer = undefined;
       const t = this.#now();
       if (t - this.#lastReceived > this.#timeoutMs) {
         this.stop();
@@ -40,8 +52,12 @@ export class KeepAlive {
         this.#lastPing = t;
         ping();
       }
-    }, Math.max(50, timeoutMs / 6));
+      if (!this.#stopped) this.#timer = this.#timers.setTimeout(check, everyMs);
+    };
+    this.#timer = this.#timers.setTimeout(check, everyMs);
   }
+
+  #stopped = false;
 
   /** A message arrived. */
   received(): void {
@@ -55,7 +71,8 @@ export class KeepAlive {
 
   /** Stops the timer. */
   stop(): void {
-    clearInterval(this.#timer);
+    this.#stopped = true;
+    if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
     this.#timer = undefined;
   }
 }

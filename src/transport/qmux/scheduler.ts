@@ -11,6 +11,7 @@
  * writes back instead of filling our memory.
  */
 import { concatBytes } from "../../wire/mod.ts";
+import { systemTimers, type Timers } from "../../timers/mod.ts";
 
 /** Where messages go: an open WebSocket, seen through what the scheduler needs. */
 export interface MessageSink {
@@ -58,6 +59,8 @@ export interface SchedulerOptions {
   readonly maxControlBytes: number;
   /** Datagrams allowed to wait; older ones are dropped. */
   readonly maxDatagrams: number;
+  /** Timers of the back-off while the socket is full (default the system's). */
+  readonly timers?: Timers;
   /** Called when control frames pile up beyond `maxControlBytes`. */
   readonly onOverflow: () => void;
   /** Called after each message sent (keep-alive bookkeeping). */
@@ -78,7 +81,7 @@ export class SendScheduler {
   #seq = 0;
   #maxMessage: number;
   #scheduled = false;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timer: unknown;
   #retryMs = 1;
   #closed = false;
   #sentAny = false;
@@ -165,7 +168,7 @@ export class SendScheduler {
   close(err: unknown): void {
     if (this.#closed) return;
     this.#closed = true;
-    clearTimeout(this.#timer);
+    if (this.#timer !== undefined) (this.#o.timers ?? systemTimers).clearTimeout(this.#timer);
     for (const lane of this.#active) this.drop(lane, err);
     this.#control = [];
     this.#datagrams = [];
@@ -189,7 +192,7 @@ export class SendScheduler {
     while (!this.#closed && this.#sink.open && this.#hasWork()) {
       if (this.#sink.bufferedAmount >= this.#o.highWater) {
         // Deno's WebSocket has no "drained" event: look again shortly, backing off.
-        this.#timer = setTimeout(() => {
+        this.#timer = (this.#o.timers ?? systemTimers).setTimeout(() => {
           this.#timer = undefined;
           this.#pump();
         }, this.#retryMs);

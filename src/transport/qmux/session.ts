@@ -118,6 +118,7 @@ export class QMuxSession implements Session {
       onOverflow: () =>
         this.#drop("The peer does not read what we send", WebSocketCode.POLICY_VIOLATION),
       onSent: () => this.#keepAlive?.sent(),
+      timers: this.#timers,
     };
   }
 
@@ -280,6 +281,7 @@ export class QMuxSession implements Session {
       this.#now,
       () => this.#conn.control({ type: "ping", response: false, sequence: this.#pings.next() }),
       () => this.#drop(`No frame from the peer for ${timeout} ms`, WebSocketCode.NORMAL),
+      this.#timers,
     );
   }
 
@@ -298,11 +300,11 @@ export class QMuxSession implements Session {
     if (this.#done) return;
     const frame = encodeFrame(this.format, {
       type: "connection_close",
-      code: err.code,
+      code: err.wireCode,
       frameType: 0,
       reason: err.message,
     });
-    this.#finish({ code: err.code, reason: err.message });
+    this.#finish({ code: err.wireCode, reason: err.message });
     this.#endSocket(frame, err.wsCode, err.message);
   }
 

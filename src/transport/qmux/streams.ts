@@ -27,10 +27,10 @@ export interface StreamHost {
 
 /**
  * The application error code carried by an abort or cancel reason: a
- * `StreamError`'s `code`, a WebTransportError-like `streamErrorCode`, else 0.
+ * `StreamError`'s `wireCode`, a WebTransportError-like `streamErrorCode`, else 0.
  */
 export function resetCodeOf(reason: unknown): number {
-  if (reason instanceof StreamError) return reason.code >>> 0;
+  if (reason instanceof StreamError) return reason.wireCode >>> 0;
   if (typeof reason === "object" && reason !== null && "streamErrorCode" in reason) {
     const code = (reason as { streamErrorCode: unknown }).streamErrorCode;
     if (typeof code === "number" && Number.isInteger(code) && code >= 0) return code >>> 0;

@@ -3,7 +3,8 @@
  * no TLS options: the server's certificate must be one the runtime trusts.
  * Uses only the WHATWG WebSocket API, so a browser bundle carries no Deno API.
  */
-import { errorText } from "../../error_text/mod.ts";
+import { errorText, redactUrl } from "../../error_text/mod.ts";
+import { systemTimers, type Timers } from "../../timers/mod.ts";
 import type { Session } from "../session.ts";
 import { checkQMuxUrl, type QMuxClientOptions, qmuxClientSession } from "./client_session.ts";
 import { QMuxConnectError } from "./errors.ts";
@@ -39,11 +40,19 @@ export async function connectQMuxWeb(url: URL, options: ConnectQMuxWebOptions): 
   checkQMuxUrl(url);
   const offer = subprotocolOffer(options.protocols, options.drafts ?? QMUX_DRAFTS);
   const ws = new WebSocket(url.href, [...offer]);
-  await opened(ws, url, options.timeoutMs ?? 10_000, options.signal);
+  await opened(
+    ws,
+    url,
+    options.timeoutMs ?? 10_000,
+    options.signal,
+    options.timers ?? systemTimers,
+  );
   if (!offer.includes(ws.protocol)) {
     ws.close(1002, "Unexpected subprotocol");
     throw new QMuxConnectError(
-      `Cannot open QMux to "${url.href}": the server chose subprotocol "${ws.protocol}", which was not offered`,
+      `Cannot open QMux to "${
+        redactUrl(url)
+      }": the server chose subprotocol "${ws.protocol}", which was not offered`,
     );
   }
   return qmuxClientSession(webSocketSocket(ws), ws.protocol, url, options);
@@ -55,6 +64,7 @@ function opened(
   url: URL,
   timeoutMs: number,
   signal: AbortSignal | undefined,
+  timers: Timers,
 ): Promise<void> {
   return new Promise((resolve, reject) => {
     let failure = "";
@@ -65,9 +75,9 @@ function opened(
       } catch {
         // already closing
       }
-      reject(new QMuxConnectError(`Cannot open QMux to "${url.href}": ${why}`));
+      reject(new QMuxConnectError(`Cannot open QMux to "${redactUrl(url)}": ${why}`));
     };
-    const timer = setTimeout(() => fail(`no answer within ${timeoutMs} ms`), timeoutMs);
+    const timer = timers.setTimeout(() => fail(`no answer within ${timeoutMs} ms`), timeoutMs);
     const onAbort = () => fail("the dial was abandoned");
     const onOpen = () => {
       cleanup();
@@ -78,7 +88,7 @@ function opened(
     };
     const onClose = () => fail(failure || "the WebSocket closed during the handshake");
     const cleanup = () => {
-      clearTimeout(timer);
+      timers.clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
       ws.removeEventListener("open", onOpen);
       ws.removeEventListener("error", onError);

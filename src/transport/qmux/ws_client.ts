@@ -7,6 +7,7 @@
  * one message at a time (`bufferedAmount` is what waits in its queue).
  */
 import { errorText } from "../../error_text/mod.ts";
+import { systemTimers } from "../../timers/mod.ts";
 import { concatBytes } from "../../wire/mod.ts";
 import { QMuxConnectError } from "./errors.ts";
 import type { MessageSocket, SocketEvents } from "./socket.ts";
@@ -171,7 +172,7 @@ class ClientSocket implements MessageSocket {
   #writing = false;
   #closing = false;
   #ended = false;
-  #closeTimer: ReturnType<typeof setTimeout> | undefined;
+  #closeTimer: unknown;
   #events: SocketEvents | undefined;
 
   constructor(conn: Deno.Conn, initial: Uint8Array, maxMessage: number) {
@@ -204,7 +205,7 @@ class ClientSocket implements MessageSocket {
     this.#closing = true;
     this.#enqueue(encodeClientFrame(Opcode.CLOSE, closePayload(code, reason)));
     // The server answers with its own close frame; do not wait for it forever.
-    this.#closeTimer = setTimeout(() => this.#end(code, reason), 1000);
+    this.#closeTimer = systemTimers.setTimeout(() => this.#end(code, reason), 1000);
   }
 
   #enqueue(frame: Uint8Array): void {
@@ -286,9 +287,9 @@ class ClientSocket implements MessageSocket {
       }
     } catch (err) {
       if (err instanceof WsProtocolError) {
-        this.#enqueue(encodeClientFrame(Opcode.CLOSE, closePayload(err.code, err.message)));
+        this.#enqueue(encodeClientFrame(Opcode.CLOSE, closePayload(err.wireCode, err.message)));
         this.#closing = true;
-        return this.#end(err.code, err.message);
+        return this.#end(err.wireCode, err.message);
       }
       this.#end(1006, errorText(err));
     }
@@ -297,7 +298,7 @@ class ClientSocket implements MessageSocket {
   #end(code: number, reason: string): void {
     if (this.#ended) return;
     this.#ended = true;
-    clearTimeout(this.#closeTimer);
+    if (this.#closeTimer !== undefined) systemTimers.clearTimeout(this.#closeTimer);
     if (!this.#writing) this.#closeConn();
     this.#events?.close(code, reason);
   }

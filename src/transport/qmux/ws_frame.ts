@@ -3,6 +3,7 @@
  * client frames, and parsing the server's unmasked ones out of a byte
  * buffer. Extensions are never negotiated, so RSV bits must be zero.
  */
+import { SluiceError } from "../../errors/mod.ts";
 
 /** Frame opcodes. */
 export const Opcode = {
@@ -25,14 +26,17 @@ export interface WsFrame {
 }
 
 /** The server broke RFC 6455: the connection fails with `code` (1002 or 1009). */
-export class WsProtocolError extends Error {
+export class WsProtocolError extends SluiceError {
+  /** The codes this class carries. */
+  static readonly codes = ["protocol_violation"] as const;
+  /** Stable code. */
+  declare readonly code: "protocol_violation";
   /** WebSocket close code. */
-  readonly code: number;
+  readonly wireCode: number;
   /** Makes the error. */
-  constructor(code: number, message: string) {
-    super(message);
-    this.name = "WsProtocolError";
-    this.code = code;
+  constructor(wireCode: number, message: string) {
+    super("protocol_violation", message);
+    this.wireCode = wireCode;
   }
 }
 

@@ -1,5 +1,6 @@
 /** Dialing a `moqt://` URL over native QUIC. */
-import { errorText } from "../../error_text/mod.ts";
+import { SluiceError } from "../../errors/mod.ts";
+import { errorText, redactUrl } from "../../error_text/mod.ts";
 import { isIpLiteral } from "../address.ts";
 import type { Session } from "../session.ts";
 import { quicSession } from "./session.ts";
@@ -40,14 +41,20 @@ export interface ConnectQuicSessionOptions {
 }
 
 /** Dial failed: bad URL, TLS, refused ALPN, or abort. */
-export class QuicConnectError extends Error {
-  /** Stable kind callers may branch on. */
-  readonly kind: "url" | "tls" | "alpn" | "aborted" | "network";
+export class QuicConnectError extends SluiceError {
+  /** The codes this class carries. */
+  static readonly codes = [
+    "invalid_url",
+    "tls_failed",
+    "alpn_refused",
+    "cancelled",
+    "network",
+  ] as const;
+  /** Stable code callers may branch on. */
+  declare readonly code: (typeof QuicConnectError.codes)[number];
   /** Makes the error. */
-  constructor(kind: QuicConnectError["kind"], message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = "QuicConnectError";
-    this.kind = kind;
+  constructor(code: QuicConnectError["code"], message: string, options?: ErrorOptions) {
+    super(code, message, options);
   }
 }
 
@@ -68,7 +75,10 @@ export async function connectQuicSession(
   options: ConnectQuicSessionOptions,
 ): Promise<Session> {
   if (url.protocol !== "moqt:" && url.protocol !== "https:" && url.protocol !== "moq:") {
-    throw new QuicConnectError("url", `Cannot dial "${url.href}": scheme must be moqt:`);
+    throw new QuicConnectError(
+      "invalid_url",
+      `Cannot dial "${redactUrl(url)}": scheme must be moqt:`,
+    );
   }
   if (options.insecure) {
     throw new TypeError(
@@ -113,17 +123,17 @@ export async function connectQuicSession(
   } catch (err) {
     closeEndpoint(endpoint);
     if (options.signal?.aborted) {
-      throw new QuicConnectError("aborted", `Dial to "${url.host}" aborted`, { cause: err });
+      throw new QuicConnectError("cancelled", `Dial to "${url.host}" aborted`, { cause: err });
     }
     const message = errorText(err);
-    const kind = /certificate|handshake|tls/i.test(message) ? "tls" : "network";
+    const kind = /certificate|handshake|tls/i.test(message) ? "tls_failed" : "network";
     throw new QuicConnectError(kind, `Cannot dial "${url.host}": ${message}`, { cause: err });
   }
   if (endpoint) conn.closed.finally(() => closeEndpoint(endpoint)).catch(() => {});
   const protocol = conn.protocol ?? "";
   if (!alpn.includes(protocol)) {
     conn.close({ closeCode: 0, reason: "unsupported ALPN" });
-    throw new QuicConnectError("alpn", `Cannot dial "${url.host}": no common protocol`);
+    throw new QuicConnectError("alpn_refused", `Cannot dial "${url.host}": no common protocol`);
   }
   return quicSession(conn, { url });
 }

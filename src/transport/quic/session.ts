@@ -105,32 +105,18 @@ class QuicSession implements Session {
     }
   }
 
-  async acceptBidi(): Promise<BidiStream | undefined> {
-    if (this.#ended) return undefined;
-    try {
-      const { value, done } = await this.#bidi.read();
-      if (done) return undefined;
-      const s = value;
-      return {
-        readable: s.readable,
-        writable: s.writable,
-        setSendOrder: (order: number) => setOrder(s.writable, order),
-      };
-    } catch {
-      // The connection ended: no more streams to accept.
-      return undefined;
-    }
+  // The accepts and the datagram read are plain functions over module-level callbacks, not
+  // async functions: each session waits in all three for its whole life, and a suspended async
+  // function holds a frame, its registers and two callbacks; a .then holds one reaction.
+  acceptBidi(): Promise<BidiStream | undefined> {
+    if (this.#ended) return NOTHING;
+    // A failed read is the connection ending: no more streams to accept.
+    return this.#bidi.read().then(toBidi, nothing);
   }
 
-  async acceptUni(): Promise<RecvStream | undefined> {
-    if (this.#ended) return undefined;
-    try {
-      const { value, done } = await this.#uni.read();
-      return done ? undefined : { readable: value };
-    } catch {
-      // The connection ended: no more streams to accept.
-      return undefined;
-    }
+  acceptUni(): Promise<RecvStream | undefined> {
+    if (this.#ended) return NOTHING;
+    return this.#uni.read().then(toRecv, nothing);
   }
 
   async sendDatagram(data: Uint8Array): Promise<void> {
@@ -141,13 +127,13 @@ class QuicSession implements Session {
     }
   }
 
-  async readDatagram(): Promise<Uint8Array | undefined> {
-    if (this.#ended) return undefined;
+  readDatagram(): Promise<Uint8Array | undefined> {
+    if (this.#ended) return NOTHING;
     try {
-      return await this.#conn.readDatagram();
+      // A failed read is the connection ending: no more datagrams.
+      return this.#conn.readDatagram().then(undefined, nothing);
     } catch {
-      // The connection ended: no more datagrams.
-      return undefined;
+      return NOTHING;
     }
   }
 
@@ -161,6 +147,25 @@ class QuicSession implements Session {
       // already closed
     }
   }
+}
+
+const NOTHING: Promise<undefined> = Promise.resolve(undefined);
+const nothing = (): undefined => undefined;
+
+function toBidi(
+  r: ReadableStreamReadResult<Deno.QuicBidirectionalStream>,
+): BidiStream | undefined {
+  if (r.done) return undefined;
+  const s = r.value;
+  return {
+    readable: s.readable,
+    writable: s.writable,
+    setSendOrder: (order: number) => setOrder(s.writable, order),
+  };
+}
+
+function toRecv(r: ReadableStreamReadResult<Deno.QuicReceiveStream>): RecvStream | undefined {
+  return r.done ? undefined : { readable: r.value };
 }
 
 // Outgoing streams wait for the peer's stream limit instead of failing on it.

@@ -1,3 +1,4 @@
+import { redactUrl } from "../../error_text/mod.ts";
 import type { Session } from "../session.ts";
 import { H3Code, H3ConnectionError } from "../h3/mod.ts";
 import { WebTransportRefusedError } from "./errors.ts";
@@ -62,7 +63,9 @@ export async function connectWebTransport(
   options: ConnectWebTransportOptions,
 ): Promise<Session> {
   if (url.protocol !== "https:") {
-    throw new TypeError(`Cannot open WebTransport to "${url.href}": the scheme must be https`);
+    throw new TypeError(
+      `Cannot open WebTransport to "${redactUrl(url)}": the scheme must be https`,
+    );
   }
   const protocols = options.protocols;
   const hostname = url.hostname.replace(/^\[|\]$/g, "");
@@ -123,7 +126,7 @@ export async function connectWebTransport(
       return await Promise.race([handshake(h3, url, protocols, options), timeout]);
     } catch (err) {
       h3.fail(
-        err instanceof H3ConnectionError ? err.code : H3Code.NO_ERROR,
+        err instanceof H3ConnectionError ? err.wireCode : H3Code.NO_ERROR,
         (err as Error).message,
       );
       await h3.settled();

@@ -1,15 +1,17 @@
+import { SluiceError } from "../../errors/mod.ts";
 import { StreamError, type StreamErrorKind } from "../errors.ts";
 
 /** A CONNECT refused by the server: carries the HTTP status the server answered. */
-export class WebTransportRefusedError extends Error {
-  /** Stable kind for callers that branch. */
-  readonly kind = "refused" as const;
+export class WebTransportRefusedError extends SluiceError {
+  /** The codes this class carries. */
+  static readonly codes = ["refused"] as const;
+  /** Stable code for callers that branch. */
+  declare readonly code: "refused";
   /** HTTP status code of the refusal (e.g. 401, 403, 404, 400). */
   readonly status: number;
   /** Creates the error. */
   constructor(status: number, message?: string) {
-    super(message ?? `WebTransport session refused with status ${status}`);
-    this.name = "WebTransportRefusedError";
+    super("refused", message ?? `WebTransport session refused with status ${status}`);
     this.status = status;
   }
 }
@@ -23,7 +25,6 @@ export class WebTransportStreamError extends StreamError {
   /** Creates the error. */
   constructor(kind: StreamErrorKind, code: number, message: string, options?: ErrorOptions) {
     super(kind, code, message, options);
-    this.name = "WebTransportStreamError";
   }
 }
 

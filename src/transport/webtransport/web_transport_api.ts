@@ -3,7 +3,8 @@
  * so MoQ runs over the browser's own HTTP/3 stack. Uses no Deno API: this
  * module is what a browser bundle carries instead of sluice's own client.
  */
-import { errorText } from "../../error_text/mod.ts";
+import { errorText, redactUrl } from "../../error_text/mod.ts";
+import { systemTimers, type Timers } from "../../timers/mod.ts";
 import { SessionClosedError, StreamError } from "../errors.ts";
 import type { BidiStream, RecvStream, SendStream, Session, SessionCloseInfo } from "../session.ts";
 
@@ -67,6 +68,8 @@ export interface ConnectWebTransportApiOptions {
   readonly timeoutMs?: number;
   /** Abandons the dial. */
   readonly signal?: AbortSignal;
+  /** Timers of the dial's deadline (default the system's). */
+  readonly timers?: Timers;
 }
 
 type WebTransportConstructor = new (url: string, options?: unknown) => WebTransportApi;
@@ -104,14 +107,15 @@ export async function connectWebTransportApi(
   const wt = new Api(url.href, init);
   // A failed dial rejects `closed` too; nobody else listens to it yet.
   wt.closed.catch(() => {});
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timers = options.timers ?? systemTimers;
+  let timer: unknown;
   const onAbort = () => wt.close();
   options.signal?.addEventListener("abort", onAbort, { once: true });
   try {
     await Promise.race([
       wt.ready,
       new Promise((_, reject) => {
-        timer = setTimeout(
+        timer = timers.setTimeout(
           () => reject(new Error(`no session within ${options.timeoutMs ?? 10_000} ms`)),
           options.timeoutMs ?? 10_000,
         );
@@ -123,11 +127,14 @@ export async function connectWebTransportApi(
     } catch {
       // already failed
     }
-    throw new SessionClosedError(`Cannot open WebTransport to "${url.href}": ${errorText(err)}`, {
-      cause: err,
-    });
+    throw new SessionClosedError(
+      `Cannot open WebTransport to "${redactUrl(url)}": ${errorText(err)}`,
+      {
+        cause: err,
+      },
+    );
   } finally {
-    clearTimeout(timer);
+    if (timer !== undefined) timers.clearTimeout(timer);
     options.signal?.removeEventListener("abort", onAbort);
   }
   return webTransportApiSession(

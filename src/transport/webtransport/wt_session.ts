@@ -258,7 +258,7 @@ export class WebTransportSession implements Session, H3Session {
       this.#writer.close().catch(() => {});
     } catch (err) {
       if (err instanceof H3ConnectionError) {
-        this.#host.fail(err.code, err.message);
+        this.#host.fail(err.wireCode, err.message);
         this.#finish({ code: 0, reason: err.message, dropped: true });
       } else {
         this.#finish({ code: 0, reason: "", dropped: true });

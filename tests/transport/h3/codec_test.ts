@@ -93,7 +93,7 @@ Deno.test("SETTINGS: unknown ids ignored; duplicates, HTTP/2 ids and bad boolean
     try {
       decodeSettings(hex(payload));
     } catch (err) {
-      if (err instanceof H3ConnectionError) return err.code;
+      if (err instanceof H3ConnectionError) return err.wireCode;
     }
     return -1;
   };

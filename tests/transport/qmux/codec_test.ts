@@ -149,7 +149,7 @@ Deno.test("a record holds several frames; PADDING and empty messages are skipped
 function assertProtocolError(fn: () => unknown, code: number): void {
   assert.throws(fn, (e: unknown) => {
     assert.ok(e instanceof QMuxProtocolError, `expected QMuxProtocolError, got ${e}`);
-    assert.equal(e.code, code);
+    assert.equal(e.wireCode, code);
     return true;
   });
 }

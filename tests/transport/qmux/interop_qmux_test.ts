@@ -110,8 +110,8 @@ async function exercise(ours: Session, theirs: Theirs, draft: QMuxDraft): Promis
   await tw2.abort(new TheirStreamError(7));
   await assert.rejects(readAll(ob2.readable), (e: unknown) => {
     assert.ok(e instanceof StreamError);
-    assert.equal(e.kind, "reset");
-    assert.equal(e.code, 7);
+    assert.equal(e.code, "stream_reset");
+    assert.equal(e.wireCode, 7);
     return true;
   });
 
@@ -146,7 +146,7 @@ async function exercise(ours: Session, theirs: Theirs, draft: QMuxDraft): Promis
         await new Promise((r) => setTimeout(r, 5));
       }
     })(),
-    (e: unknown) => e instanceof StreamError && e.kind === "stopped" && e.code === 11,
+    (e: unknown) => e instanceof StreamError && e.code === "stream_stopped" && e.wireCode === 11,
   );
 
   // Datagrams exist from qmux-01 on, both ways.

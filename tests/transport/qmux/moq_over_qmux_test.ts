@@ -53,7 +53,9 @@ async function bothWays(
 
 function options(track: TrackProducer) {
   return {
-    serve: (r: { path: string }) => r.path === "feed" ? track : "not-found" as const,
+    serve: (r: { path: string }) => r.path === "feed" ? track : "not_found" as const,
+    // A queue of 512 (shipped 16): every group of the burst is compared; skip-forward is tested
+    // in tests/moq.
     maxGroupQueue: 512,
   };
 }

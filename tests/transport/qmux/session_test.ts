@@ -202,7 +202,7 @@ Deno.test("the legacy webtransport form carries streams, resets and closes", asy
   await tw.abort(new StreamError("reset", 5, "x"));
   await assert.rejects(
     readAll(s.readable),
-    (e: unknown) => e instanceof StreamError && e.code === 5,
+    (e: unknown) => e instanceof StreamError && e.wireCode === 5,
   );
   assert.equal(client.maxDatagramSize, 0);
   server.close(3, "legacy bye");

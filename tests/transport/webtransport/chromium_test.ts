@@ -174,7 +174,7 @@ Deno.test({
         const { first, err } = await serverSide;
         assert.equal(first, "partial");
         assert.ok(err instanceof WebTransportStreamError, String(err));
-        assert.equal(err.code, 42);
+        assert.equal(err.wireCode, 42);
       });
 
       // Opens a WebTransport session from `on` (a page), reporting whether it opened.

@@ -255,8 +255,8 @@ Deno.test("a peer's STOP_SENDING on a WebTransport stream is a StreamError with 
     const err = client.translateError(rejected);
     assert.ok(err instanceof WebTransportStreamError, String(err));
     assert.ok(err instanceof StreamError);
-    assert.equal(err.kind, "stopped");
-    assert.equal(err.code, 0);
+    assert.equal(err.code, "stream_stopped");
+    assert.equal(err.wireCode, 0);
     client.close(0, "");
     await assert.rejects(client.openUni(), SessionClosedError);
   } finally {

@@ -87,7 +87,9 @@ Deno.test("@moq/net client (over our WT client) ⇄ our moq server (over our WT 
     const serverP = (async () => {
       const s = await t.sessions.next();
       return await accept(s!, {
-        serve: (r) => r.path === "sluice/feed" && r.track === "records" ? producer : "not-found",
+        serve: (r) => r.path === "sluice/feed" && r.track === "records" ? producer : "not_found",
+        // A queue of 64 (shipped 16), as feedOptions in tests/support/quic_pair.ts: every group
+        // of the burst is compared.
         maxGroupQueue: 64,
       });
     })();
@@ -124,7 +126,9 @@ Deno.test("our moq client (over our WT client) ⇄ @moq/net server (over our WT 
     });
     const producer = new TrackProducer({ cache: 8 });
     const ours = await connect(wt, {
-      serve: (r) => r.path === "sluice/feed" && r.track === "records" ? producer : "not-found",
+      serve: (r) => r.path === "sluice/feed" && r.track === "records" ? producer : "not_found",
+      // A queue of 64 (shipped 16), as feedOptions in tests/support/quic_pair.ts: every group
+      // of the burst is compared.
       maxGroupQueue: 64,
     });
     const theirs = await theirsP;
@@ -156,7 +160,9 @@ Deno.test({
       const serverP = (async () => {
         const s = await t.sessions.next();
         return await accept(s!, {
-          serve: (r) => r.path === "sluice/feed" && r.track === "records" ? producer : "not-found",
+          serve: (r) => r.path === "sluice/feed" && r.track === "records" ? producer : "not_found",
+          // A queue of 64 (shipped 16), as feedOptions in tests/support/quic_pair.ts: every group
+          // of the burst is compared.
           maxGroupQueue: 64,
         });
       })();

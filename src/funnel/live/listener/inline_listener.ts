@@ -6,15 +6,21 @@ import {
   type RunningServer,
   startHttpServer,
 } from "../../../http/mod.ts";
-import { bindSamePort, qmuxUpgrade, webTransportAdmission } from "../../../serving/mod.ts";
+import { bindSamePort, qmuxUpgrade, webTransportAdmission } from "../../../listeners/mod.ts";
 import { type Logger, rateLimitedLog } from "../../../log/mod.ts";
-import { startMemoryTrimmer } from "../../../heap/mod.ts";
+import { startMemoryTrimmer } from "../../../memory_trim/mod.ts";
 import {
   accept,
+  acceptIetf,
   DeliveryTurns,
+  IETF_PROTOCOLS,
+  IETF_WEB_PROTOCOLS,
+  ietfDraftOf,
   type MoqAcceptOptions,
+  MoqCode,
   MoqError,
-  type MoqSession,
+  type MoqPeer,
+  startLease,
   VERSIONS,
 } from "../../../moq/mod.ts";
 import { listen } from "../../../transport/mod.ts";
@@ -23,8 +29,18 @@ import {
   isWebSocketUpgrade,
   type Session,
 } from "../../../transport/mod.ts";
-import { admitSubscriber, type CredentialCheck, mayRead } from "./credential_check.ts";
+import {
+  admitCredential,
+  admitSubscriber,
+  type CredentialCheck,
+  mayRead,
+  type SubscriberCredential,
+} from "./credential_check.ts";
+import type { Grant } from "../../../auth/mod.ts";
 import type { LivePublisher } from "../publisher.ts";
+
+// WebTransport and WebSocket sessions: moq-lite first, then the IETF drafts that have a token there.
+const WEB_PROTOCOLS: readonly string[] = [...VERSIONS, ...IETF_WEB_PROTOCOLS];
 
 /** Options of {@linkcode startLiveListener}. */
 export interface LiveListenerOptions {
@@ -53,6 +69,8 @@ export interface LiveListenerOptions {
   readonly datagramTracks?: TrackPatterns;
   /** Told the number of open sessions whenever it changes. */
   readonly onSessions?: (count: number) => void;
+  /** Current time in milliseconds, for credential leases (default Date.now). */
+  readonly now?: () => number;
 }
 
 /** A running MoQ listener. */
@@ -72,7 +90,10 @@ export interface LiveListener {
  * verifier, a session needs a credential with a fetch or subscribe scope:
  * WebTransport and WebSocket are refused with 401/403 before they are
  * accepted; native QUIC learns the URL from SETUP and is closed with the
- * unauthorized code. Each subscription is checked against the scope too.
+ * unauthorized code. Each subscription is checked against the scope too, and
+ * the credential is checked again on every request: once it has expired or
+ * its key has left the key set, the session is closed with the unauthorized
+ * code, as it is when its `exp` passes (the lease the relay's sessions have).
  *
  * @example
  * ```ts
@@ -91,7 +112,8 @@ export async function startLiveListener(options: LiveListenerOptions): Promise<L
         port,
         certPem: options.certPem,
         keyPem: options.keyPem,
-        protocols: VERSIONS,
+        // Native QUIC also takes IETF MoQ Transport subscribers (moq-lite is preferred).
+        protocols: [...VERSIONS, ...IETF_PROTOCOLS],
         admitWebTransport: sessions.admitWebTransport,
         onSession: sessions.onSession,
       }),
@@ -120,7 +142,7 @@ function startUpgradeServer(
   sessions: InlineSessions,
 ): Promise<RunningServer> {
   const upgrade = qmuxUpgrade({
-    protocols: VERSIONS,
+    protocols: WEB_PROTOCOLS,
     admit: sessions.admitWebTransport,
     onSession: sessions.onSession,
   });
@@ -150,7 +172,7 @@ class InlineSessions {
   readonly #sessionLog: (line: string) => void;
   // After a burst of sessions, freed QUIC and TLS state goes back to the system.
   readonly #trimmer = startMemoryTrimmer();
-  readonly #live = new Set<MoqSession>();
+  readonly #live = new Set<MoqPeer>();
   readonly #tasks = new Set<Promise<void>>();
   // Under overload every subscriber gets its share, and new sessions get set up between turns.
   readonly #turns = new DeliveryTurns();
@@ -163,7 +185,7 @@ class InlineSessions {
     this.#sessionLog = rateLimitedLog((line) => options.log.debug(line));
     // Unset CORS_ALLOWED_ORIGINS admits only the listener's own origin and clients that send none.
     this.#admitOpen = webTransportAdmission({
-      protocols: VERSIONS,
+      protocols: WEB_PROTOCOLS,
       origins: options.cors,
       admitCredential: (url) => admitSubscriber(url, options.verifier),
     });
@@ -208,9 +230,11 @@ class InlineSessions {
   }
 
   async #serve(session: Session): Promise<void> {
-    let moq: MoqSession;
+    let moq: MoqPeer;
+    // An IETF MoQ Transport subscriber (by its negotiated protocol) gets the IETF session.
+    const start = ietfDraftOf(session.protocol) === undefined ? accept : acceptIetf;
     try {
-      moq = await accept(session, this.#moqOptions());
+      moq = await start(session, this.#moqOptions());
     } catch (error) {
       if (error instanceof MoqError) return; // refused, or never set up
       throw error;
@@ -237,21 +261,35 @@ class InlineSessions {
       announcer: publisher.announcer,
       // Subscribers publish nothing into the funnel.
       acceptAnnounce: () => false,
-      // The subscriber sees and reads what its credential grants.
+      // The subscriber sees and reads what its credential grants, for as long as it is valid.
       admit: async (s) => {
+        let credential: SubscriberCredential;
         try {
-          const grant = await admitSubscriber(s.url, verifier);
-          return {
-            announceFilter: (path) => mayRead(grant, path),
-            serve: (request) =>
-              mayRead(grant, request.path, request.track)
-                ? publisher.serve(request)
-                : "unauthorized",
-          };
+          credential = await admitCredential(s.url, verifier);
         } catch (error) {
           this.#refusedLog(`MoQ subscriber ${s.remote} refused: ${errorText(error)}`);
           return false;
         }
+        const { grant } = credential;
+        const lease = startLease(s, grant, this.#options.now ?? Date.now, this.#refusedLog);
+        void s.closed.then(() => lease.stop());
+        return {
+          announceFilter: (path) => mayRead(grant, path),
+          serve: async (request) => {
+            let current: Grant | undefined;
+            try {
+              current = await credential.recheck();
+            } catch (error) {
+              // The credential died after admission: nothing more is served on it.
+              this.#refusedLog(`MoQ subscriber ${s.remote} ended: ${errorText(error)}`);
+              s.close(MoqCode.Unauthorized, "credential no longer valid");
+              return "unauthorized";
+            }
+            return mayRead(current, request.path, request.track)
+              ? publisher.serve(request)
+              : "unauthorized";
+          },
+        };
       },
       maxGroupQueue: this.#options.maxGroupQueue ?? 32,
       deliveryTurns: this.#turns,

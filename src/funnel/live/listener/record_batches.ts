@@ -1,10 +1,12 @@
-import type { LedgerEntry, TrackPath } from "../../../ledger/mod.ts";
+import type { LedgerEntry } from "../../../ledger/mod.ts";
+import type { TrackPath } from "../../../path/mod.ts";
 import type { RecordItem } from "./worker_messages.ts";
 
 /**
  * Committed records on their way to the listener's worker, in commit order.
  * Consecutive commits of one track travel as one item, so its path is
- * copied once per batch.
+ * copied once per batch. Bounded by the worker host, which holds its
+ * commit feed reader back past `LISTENER_BACKLOG` entries not yet applied.
  */
 export class RecordBatches {
   #queued: RecordItem[] = [];

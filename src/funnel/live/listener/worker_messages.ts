@@ -6,9 +6,9 @@ import type { LedgerEntry } from "../../../ledger/mod.ts";
 import type { LogLevel } from "../../../log/mod.ts";
 
 /**
- * Groups kept per track in the worker (and a subscriber's queue bound, by default):
- * more than the in-thread publisher's 32, so a worker descheduled for a few
- * tens of milliseconds catches up instead of skipping its subscribers ahead.
+ * Groups kept per track in the worker: more than the in-thread publisher's
+ * 32, so a subscriber of a worker descheduled for a few tens of milliseconds
+ * catches up from memory rather than reading back from the ledger.
  */
 export const WORKER_TRACK_CACHE = 64;
 
@@ -18,7 +18,7 @@ export interface WireTrack {
   readonly track: string;
 }
 
-/** One sink call, in commit order: a created track (entries: its newest, if any) or a commit. */
+/** One commit-feed call, in commit order: a created track (entries: its newest, if any) or a commit. */
 export interface RecordItem {
   readonly track: WireTrack;
   readonly created: boolean;
@@ -28,7 +28,8 @@ export interface RecordItem {
 /** What a verified credential grants, rebuilt as a grant in the worker. */
 export interface WireGrant {
   readonly scopes: readonly Scope[];
-  readonly expiresAt: number;
+  /** Milliseconds until the credential expires, by the main thread's clock (workers have their own). */
+  readonly msLeft: number;
   readonly sub: string | undefined;
   readonly keyPrefix: string | undefined;
 }
@@ -50,8 +51,14 @@ export type ToListener =
     readonly datagramTracks: string;
     /** True when FETCHes past the recent groups may ask the main thread's ledger. */
     readonly fetchFromLedger: boolean;
+    /** True when a subscription to a track the worker closed may ask the main thread's ledger. */
+    readonly lookupInLedger: boolean;
+    /** Tracks the worker keeps open at most. */
+    readonly maxTracks: number;
   }
   | { readonly type: "records"; readonly items: readonly RecordItem[] }
+  /** Broadcasts of tracks stored before the start, to announce (their tracks open when named). */
+  | { readonly type: "stored"; readonly broadcasts: readonly string[] }
   | {
     readonly type: "verified";
     readonly id: number;
@@ -70,6 +77,15 @@ export type ToListener =
     readonly id: number;
     readonly entry?: LedgerEntry;
     readonly failed?: string;
+    /** True when retention removed the record: the FETCH is refused as gone. */
+    readonly gone?: boolean;
+  }
+  /** The answer to a "lookup": whether the track exists, and its newest entry. */
+  | {
+    readonly type: "found";
+    readonly id: number;
+    readonly exists: boolean;
+    readonly newest?: LedgerEntry;
   }
   | { readonly type: "stop" };
 
@@ -83,6 +99,10 @@ export type FromListener =
   | { readonly type: "sessions"; readonly count: number }
   /** A FETCH missed the worker's recent groups: read entry `seq` of the track from the ledger. */
   | { readonly type: "fetch"; readonly id: number; readonly track: WireTrack; readonly seq: number }
+  /** A subscription named a track the worker does not hold open: does it exist? */
+  | { readonly type: "lookup"; readonly id: number; readonly track: WireTrack }
+  /** Subscribers skipped ahead so far, slower than their track, and the records they passed. */
+  | { readonly type: "skips"; readonly skips: number; readonly records: number }
   /** A records message was applied; the next one may be sent. */
   | { readonly type: "applied" }
   | { readonly type: "stopped" };

@@ -1,7 +1,8 @@
 import { AuthError } from "../../../auth/mod.ts";
 import { errorText } from "../../../error_text/mod.ts";
 import type { Logger } from "../../../log/mod.ts";
-import type { EntryFetch } from "../publisher.ts";
+import { MoqError } from "../../../moq/mod.ts";
+import type { EntryFetch, TrackLookup } from "../publisher.ts";
 import type { CredentialCheck } from "./credential_check.ts";
 import type { ToListener, WireTrack } from "./worker_messages.ts";
 
@@ -10,17 +11,20 @@ const NEVER = new AbortController().signal;
 /**
  * The answer to the worker's "verify": the subscriber's grant, or the
  * refusal it is told. Checked here, on the main thread, with the funnel's
- * one verifier.
+ * one verifier. The grant's lifetime goes as milliseconds left by `now`, the
+ * clock the verifier measures expiry by, so the worker's lease ends with it.
  */
 export async function answerCredential(
   verifier: CredentialCheck,
   log: Logger,
   id: number,
   token: string | undefined,
+  now: () => number,
 ): Promise<ToListener> {
   try {
     const { scopes, expiresAt, sub, keyPrefix } = await verifier.verify(token);
-    return { type: "verified", id, grant: { scopes, expiresAt, sub, keyPrefix } };
+    const msLeft = expiresAt * 1000 - now();
+    return { type: "verified", id, grant: { scopes, msLeft, sub, keyPrefix } };
   } catch (error) {
     if (!(error instanceof AuthError)) log.error("Checking a subscriber credential failed", error);
     const refusal = error instanceof AuthError
@@ -48,6 +52,32 @@ export async function answerFetch(
     );
     return entry ? { type: "entry", id, entry } : { type: "entry", id };
   } catch (error) {
+    if (error instanceof MoqError && error.code === "gone") {
+      return { type: "entry", id, gone: true };
+    }
     return { type: "entry", id, failed: errorText(error) };
+  }
+}
+
+/**
+ * The answer to the worker's "lookup": whether a track the worker closed
+ * (or never had) exists, read here where the ledger is. A failed read is
+ * answered as no such track; the subscriber may ask again.
+ */
+export async function answerLookup(
+  lookupTrack: TrackLookup | undefined,
+  log: Logger,
+  id: number,
+  track: WireTrack,
+): Promise<ToListener> {
+  try {
+    const found = await lookupTrack?.({ broadcast: track.broadcast, track: track.track });
+    if (!found) return { type: "found", id, exists: false };
+    return found.newest
+      ? { type: "found", id, exists: true, newest: found.newest }
+      : { type: "found", id, exists: true };
+  } catch (error) {
+    log.warn(`Looking up a track for a subscriber failed: ${errorText(error)}`);
+    return { type: "found", id, exists: false };
   }
 }

@@ -1,0 +1,105 @@
+import assert from "node:assert/strict";
+import { DeliveryTurns } from "../../../src/moq/session/delivery_turns.ts";
+import { ManualClock } from "../../support/manual_clock.ts";
+
+/** Turns driven by hand: `end()` ends the current event-loop turn. */
+function manualTurns(budgetMs = 2) {
+  const clock = new ManualClock();
+  let pending: (() => void) | undefined;
+  const turns = new DeliveryTurns({
+    budgetMs,
+    now: clock.now,
+    afterTurn: (fn) => void (pending = fn),
+  });
+  const end = async (): Promise<void> => {
+    const fn = pending;
+    pending = undefined;
+    fn?.();
+    // Let resumed waiters run: a turn resumes them one after another, a microtask each.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  };
+  return { clock, turns, end };
+}
+
+Deno.test("delivery turns: sending goes on while the turn is within its budget", () => {
+  const { clock, turns } = manualTurns(2);
+  for (let i = 0; i < 100; i++) assert.equal(turns.wait(), undefined);
+  clock.advance(1.9);
+  assert.equal(turns.wait(), undefined);
+  assert.equal(turns.waiting, 0);
+});
+
+Deno.test("delivery turns: past the budget every loop waits, and they resume in the order they stopped", async () => {
+  const { clock, turns, end } = manualTurns(2);
+  assert.equal(turns.wait(), undefined);
+  clock.advance(2);
+  const order: string[] = [];
+  for (const name of ["a", "b", "c"]) {
+    const p = turns.wait();
+    assert.ok(p, `${name} waits`);
+    p.then(() => order.push(name));
+  }
+  assert.equal(turns.waiting, 3);
+  assert.deepEqual(order, []);
+  await end();
+  assert.deepEqual(order, ["a", "b", "c"]);
+  assert.equal(turns.waiting, 0);
+  // A fresh turn: sending goes on again.
+  assert.equal(turns.wait(), undefined);
+});
+
+Deno.test("delivery turns: a turn resumes waiters only while its budget lasts, the rest keep their place", async () => {
+  // A turn that resumed every waiter at once would run as long as there are sessions: at a few
+  // thousand, one group's fan-out held the event loop for hundreds of ms, and handshakes waited.
+  const { clock, turns, end } = manualTurns(2);
+  turns.wait();
+  clock.advance(2);
+  const order: string[] = [];
+  for (const name of ["a", "b", "c", "d"]) {
+    turns.wait()!.then(() => {
+      order.push(name);
+      clock.advance(1.5); // this waiter's sending
+    });
+  }
+  await end();
+  assert.deepEqual(order, ["a", "b"]);
+  assert.equal(turns.waiting, 2);
+  // A loop arriving now queues behind those still waiting.
+  const late = turns.wait();
+  assert.ok(late);
+  late.then(() => order.push("late"));
+  await end();
+  assert.deepEqual(order, ["a", "b", "c", "d"]);
+  await end();
+  assert.deepEqual(order, ["a", "b", "c", "d", "late"]);
+  assert.equal(turns.waiting, 0);
+});
+
+Deno.test("delivery turns: a loop arriving while others wait queues behind them even if time is left", async () => {
+  const { clock, turns, end } = manualTurns(2);
+  turns.wait();
+  clock.advance(3);
+  const first = turns.wait();
+  assert.ok(first);
+  await end();
+  // New turn, but nobody waits: go.
+  assert.equal(turns.wait(), undefined);
+  clock.advance(2);
+  const a = turns.wait();
+  assert.ok(a);
+  // The budget alone would not stop this one (no time passes), the queue does.
+  const b = turns.wait();
+  assert.ok(b);
+  assert.equal(turns.waiting, 2);
+});
+
+Deno.test("delivery turns: with the default boundary, waiters resume on the next event-loop turn", async () => {
+  let t = 0;
+  const turns = new DeliveryTurns({ budgetMs: 1, now: () => t });
+  assert.equal(turns.wait(), undefined);
+  t = 5;
+  const p = turns.wait();
+  assert.ok(p);
+  await p; // would hang if no turn boundary were scheduled
+  assert.equal(turns.waiting, 0);
+});
