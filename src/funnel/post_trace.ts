@@ -1,4 +1,5 @@
-import { type CommitReader, entryGroup, parseGroupId } from "../ledger/mod.ts";
+import { type CommitReader, entryGroup } from "../ledger/mod.ts";
+import { parseGroupId } from "../record/mod.ts";
 import { trackKey, type TrackPath } from "../path/mod.ts";
 import {
   activeContext,

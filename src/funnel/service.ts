@@ -2,14 +2,12 @@ import { clientInput } from "../errors/mod.ts";
 import {
   type CommitOutcome,
   entryGroup,
-  formatGroupId,
-  type GroupId,
   type Ledger,
   type LedgerEntry,
   LedgerError,
-  parseGroupId,
   type TrackLedger,
 } from "../ledger/mod.ts";
+import { formatGroupId, type GroupId, parseGroupId } from "../record/mod.ts";
 import { trackKey, type TrackPath } from "../path/mod.ts";
 import { GoneError, InvalidRequestError, NotFoundError, RateLimitedError } from "./errors.ts";
 import { newerPageBody, olderPageBody } from "./history.ts";

@@ -2,9 +2,9 @@ import {
   type CommitReader,
   type Ledger,
   type LedgerEntry,
-  parseGroupId,
   withoutPayload,
 } from "../../ledger/mod.ts";
+import { parseGroupId } from "../../record/mod.ts";
 import { trackKey, type TrackPath } from "../../path/mod.ts";
 import { MoqError } from "../../moq/mod.ts";
 import { TrackLookups, type TrackLookupsOptions } from "./track_lookups.ts";
