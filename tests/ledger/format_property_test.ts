@@ -1,5 +1,5 @@
-// The directory ledger's segment format, stored entries, group ids and track
-// paths against generated and hostile input.
+// The directory ledger's segment format and stored entries against generated
+// and hostile input (group ids: tests/record/, track paths: tests/path/).
 import assert from "node:assert/strict";
 import { decodeBatch, encodeBatch } from "../../src/ledger/codec.ts";
 import {
@@ -12,7 +12,6 @@ import {
 import type { LedgerEntry } from "../../src/ledger/entry.ts";
 import { LedgerError } from "../../src/ledger/errors.ts";
 import { formatGroupId, parseGroupId } from "../../src/record/mod.ts";
-import { parseTrackPath, trackKey } from "../../src/record/mod.ts";
 import { concatBytes } from "../../src/wire/mod.ts";
 import { check, decodesOrRefuses, fc, hostileBytes, retainedSize } from "../support/property.ts";
 
@@ -152,61 +151,4 @@ Deno.test("property: the last frame found from a segment's end is its last batch
     }),
     500,
   );
-});
-
-Deno.test("property: group ids format and parse back; any text parses or gives SyntaxError", () => {
-  const id = fc.record({
-    epoch: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
-    seq: fc.maxSafeNat(),
-  }, { noNullPrototype: true });
-  check(fc.property(id, (g) => {
-    assert.deepEqual(parseGroupId(formatGroupId(g)), g);
-  }));
-  const near = id.map(formatGroupId).chain((s) =>
-    fc.oneof(
-      fc.constant(s),
-      fc.tuple(fc.nat(s.length), fc.string({ maxLength: 3 })).map(([i, t]) =>
-        s.slice(0, i) + t + s.slice(i)
-      ),
-    )
-  );
-  check(fc.property(fc.oneof(fc.string({ maxLength: 30 }), near), (t) => {
-    const g = decodesOrRefuses(() => parseGroupId(t), [SyntaxError], t);
-    if (g) {
-      assert.ok(Number.isSafeInteger(g.epoch) && g.epoch >= 1);
-      assert.ok(Number.isSafeInteger(g.seq) && g.seq >= 0);
-    }
-  }));
-});
-
-Deno.test("regression: the largest sequence a group id can carry parses back", () => {
-  const g = { epoch: 1, seq: Number.MAX_SAFE_INTEGER };
-  assert.deepEqual(parseGroupId(formatGroupId(g)), g);
-  assert.throws(() => parseGroupId("e000001-g9007199254740992"), SyntaxError);
-});
-
-Deno.test("property: track paths parse back from their encoded segments; any text parses or gives SyntaxError", () => {
-  const segmentText = fc.string({ unit: "grapheme", minLength: 1, maxLength: 12 })
-    .filter((s) => s !== "." && s !== "..");
-  check(fc.property(fc.array(segmentText, { minLength: 2, maxLength: 5 }), (segments) => {
-    const raw = segments.map(encodeURIComponent).join("/");
-    const path = decodesOrRefuses(() => parseTrackPath(raw), [SyntaxError], raw);
-    if (!path) return; // a control character or backslash: refused by rule
-    assert.deepEqual([...path.broadcast, path.track], segments);
-    assert.equal(trackKey(path), segments.join("/"));
-  }));
-  const hostile = fc.oneof(
-    fc.string({ maxLength: 60 }),
-    fc.array(fc.constantFrom("a", "%", "%2F", "%2e", "/", "..", "%ZZ", "%E0%A4", "\\", "%00"), {
-      maxLength: 12,
-    }).map((parts) => parts.join("")),
-  );
-  check(fc.property(hostile, (raw) => {
-    const path = decodesOrRefuses(() => parseTrackPath(raw), [SyntaxError], raw);
-    if (!path) return;
-    assert.ok(path.broadcast.length >= 1);
-    for (const s of [...path.broadcast, path.track]) {
-      assert.ok(s !== "" && s !== "." && s !== ".." && !s.includes("/") && !s.includes("\\"));
-    }
-  }));
 });

@@ -4,9 +4,9 @@ import {
   listenQuic,
   QuicConnectError,
   quicSession,
-} from "../../src/transport/quic/mod.ts";
-import { VERSIONS } from "../../src/moq/mod.ts";
-import { testCertificate } from "../support/certs.ts";
+} from "../../../src/transport/quic/mod.ts";
+import { VERSIONS } from "../../../src/moq/mod.ts";
+import { testCertificate } from "../../support/certs.ts";
 
 const cert = await testCertificate();
 const pin = {
