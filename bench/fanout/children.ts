@@ -2,7 +2,7 @@
 // protocol on stdout, commands on stdin.
 
 // Not imported from options.ts: that parses the fanout command line, and other
-// benches (media_latency.ts) spawn their children through this module too.
+// benches (media/main.ts) spawn their children through this module too.
 const SELF = new URL("./main.ts", import.meta.url).pathname;
 
 export interface Child {

@@ -17,7 +17,7 @@ export async function benchRole(): Promise<void> {
   const clis = values.cli ? values.cli.split(",") : [OWN_CLI];
   const mesh = await benchMesh();
   const hash = btoa(String.fromCharCode(...mesh.cert.sha256));
-  console.log(`command: deno run -A bench/media_latency.ts ${Deno.args.join(" ")}`);
+  console.log(`command: deno run -A bench/media/main.ts ${Deno.args.join(" ")}`);
   try {
     for (const n of ns) {
       console.log(heading(n, frameSize, gop));

@@ -20,14 +20,14 @@
  * the relays to measure (default this checkout's): another checkout's gives a
  * before/after with the same ceiling in one run.
  *
- *   deno run -A bench/media_latency.ts [--n 1,100,1000] [--fps 30] [--gop 60]
+ *   deno run -A bench/media/main.ts [--n 1,100,1000] [--fps 30] [--gop 60]
  *     [--frame 10417] [--seconds 8] [--warmup 3] [--only raw,relay,chain]
  *     [--cli src/cli.ts,../other/src/cli.ts]
  */
-import { values } from "./media/options.ts";
-import { benchRole } from "./media/bench.ts";
-import { rawSenderRole } from "./media/raw_sender.ts";
-import { receiversRole } from "./media/receivers.ts";
+import { values } from "./options.ts";
+import { benchRole } from "./bench.ts";
+import { rawSenderRole } from "./raw_sender.ts";
+import { receiversRole } from "./receivers.ts";
 
 switch (values.role) {
   case "receivers":

@@ -1,7 +1,7 @@
-// The command line and constants every media_latency process shares.
+// The command line and constants every media/main.ts process shares.
 import { benchArgs } from "../support/args.ts";
 
-/** The command line of every media_latency process (the bench, and the children it spawns with --role). */
+/** The command line of every media/main.ts process (the bench, and the children it spawns with --role). */
 export const { values } = benchArgs({
   n: { type: "string", default: "1,100,1000" },
   fps: { type: "string", default: "30" },
@@ -20,8 +20,8 @@ export const { values } = benchArgs({
   dir: { type: "string", default: "" },
 });
 
-/** The script the children run: bench/media_latency.ts with a --role. */
-export const SELF = new URL("../media_latency.ts", import.meta.url).pathname;
+/** The script the children run: bench/media/main.ts with a --role. */
+export const SELF = new URL("./main.ts", import.meta.url).pathname;
 /** This checkout's command line, the default `--cli`. */
 export const OWN_CLI = new URL("../../src/cli.ts", import.meta.url).pathname;
 export const PROTOCOL = "moq-lite-05";
