@@ -3,8 +3,8 @@
 // restarted; every record answered 201 must be in the ledger exactly once, in order.
 import { parseGroupId, type StoreCredentials } from "../../src/ledger/mod.ts";
 import { type Ack, crashTestsPerBackend, WORKERS } from "../support/crash.ts";
+import { ingestBase, startServer } from "../support/processes.ts";
 
-const CLI = new URL("../../src/cli.ts", import.meta.url).pathname;
 const CONFIG = new URL("../../deno.json", import.meta.url).pathname;
 
 function childEnv(uri: string, credentials?: StoreCredentials): Record<string, string> {
@@ -54,44 +54,25 @@ async function postAndKill(
   killAfter: number,
   credentials?: StoreCredentials,
 ): Promise<Ack[]> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--quiet", "--allow-all", `--config=${CONFIG}`, CLI, "funnel"],
+  // Started with the test's config and every permission, as before it used the process helper.
+  const funnel = await startServer("funnel", {
+    flags: "all",
+    denoArgs: ["--quiet", `--config=${CONFIG}`],
     env: childEnv(uri, credentials),
     clearEnv: true,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const stderr = new Response(child.stderr).text();
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let text = "";
-  let port: number | undefined;
-  while (port === undefined) {
-    const { value, done } = await lines.read();
-    if (done) {
-      await child.status;
-      throw new Error(`The funnel exited before listening: ${text}${await stderr}`);
-    }
-    text += value;
-    const match = /Ingest: http:\/\/[^\s]+:(\d+)/.exec(text);
-    if (match) port = Number(match[1]);
-  }
-  const draining = (async () => {
-    while (!(await lines.read()).done) { /* keep the pipe flowing */ }
-  })();
+  });
+  const url = `${ingestBase(funnel)}/tracks/crash/test`;
 
   const client = Deno.createHttpClient({});
   const acks: Ack[] = [];
   let killed = false;
-  const url = `http://127.0.0.1:${port}/tracks/crash/test`;
   // Retries of records acknowledged before the last kill reach a restarted funnel: they are
   // answered with their first group and stored nothing (checked by crashLoop's count).
   for (const ack of (previous.get(uri) ?? []).slice(-8)) {
     const response = await post(url, ack.payload, keyOf(ack.payload), client);
     const body = await response.text();
     if (response.status !== 201 || parseGroupId(JSON.parse(body).group).seq !== ack.seq) {
-      child.kill("SIGKILL");
-      await child.status;
+      await funnel.kill();
       client.close();
       throw new Error(
         `A retry after restart answered ${response.status} ${body}, not seq ${ack.seq}`,
@@ -123,17 +104,14 @@ async function postAndKill(
       acks.push({ seq: parseGroupId(group).seq, payload });
       if (!killed && acks.length >= killAfter) {
         killed = true;
-        child.kill("SIGKILL");
+        funnel.signal("SIGKILL");
       }
     }
   };
   try {
     await Promise.all(Array.from({ length: WORKERS }, (_, w) => sender(w)));
   } finally {
-    if (!killed) child.kill("SIGKILL");
-    await child.status;
-    await draining;
-    await stderr;
+    await funnel.kill();
     client.close();
   }
   previous.set(uri, acks);
