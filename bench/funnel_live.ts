@@ -18,6 +18,7 @@ import { connect, type MoqSession, VERSIONS } from "../src/moq/mod.ts";
 import { connectQuicSession } from "../src/transport/mod.ts";
 import { freeUdpTcpPort } from "../src/transport/mod.ts";
 import { sleep } from "../src/timers/mod.ts";
+import { ingestBase, type ServerProcess, startServer } from "../tests/support/processes.ts";
 
 const { values } = benchArgs({
   via: { type: "string", default: "both" },
@@ -30,7 +31,6 @@ const { values } = benchArgs({
   cert: { type: "string", default: "" },
 });
 
-const CLI = new URL("../src/cli.ts", import.meta.url).pathname;
 const SELF = new URL(import.meta.url).pathname;
 const nowMs = (): number => performance.timeOrigin + performance.now();
 
@@ -175,6 +175,7 @@ async function run(via: "listener" | "relay", dir: string): Promise<void> {
   const warmup = Number(values.warmup);
   const cert = `${dir}/cert.pem`;
   const children: Child[] = [];
+  const servers: ServerProcess[] = [];
   try {
     let moqPort: number;
     const funnelEnv: Record<string, string> = {
@@ -184,24 +185,24 @@ async function run(via: "listener" | "relay", dir: string): Promise<void> {
     };
     if (via === "relay") {
       moqPort = freeUdpTcpPort();
-      const relay = spawn(["run", "-A", CLI, "relay"], {
-        RELAY_ADDR: `127.0.0.1:${moqPort}`,
-        CERT_FILE: cert,
-        KEY_FILE: `${dir}/key.pem`,
+      const relay = await startServer("relay", {
+        flags: "all",
+        env: { RELAY_ADDR: `127.0.0.1:${moqPort}`, CERT_FILE: cert, KEY_FILE: `${dir}/key.pem` },
       });
-      children.push(relay);
-      await relay.waitFor(/relay: listening/);
+      servers.push(relay);
       funnelEnv.RELAY_URL = `moqt://localhost:${moqPort}/`;
       funnelEnv.RELAY_CA_FILE = cert;
     } else {
       funnelEnv.FUNNEL_SERVE_ADDR = "127.0.0.1:0";
     }
-    const funnel = spawn(["run", "-A", CLI, "funnel"], funnelEnv);
-    children.push(funnel);
-    const ingest = (await funnel.waitFor(/Ingest: (http:\/\/\S+)/))[1]!;
+    const funnel = await startServer("funnel", { flags: "all", env: funnelEnv });
+    servers.push(funnel);
+    const ingest = ingestBase(funnel);
     if (via === "listener") {
-      moqPort = Number((await funnel.waitFor(/Serve: moqt:\/\/[^:]+:(\d+)/))[1]);
-    } else await funnel.waitFor(/Relay .*: connected/);
+      moqPort = Number(
+        /Serve: moqt:\/\/[^:]+:(\d+)/.exec(await funnel.waitForLine("Serve: moqt://"))![1],
+      );
+    } else await funnel.waitForLine(/Relay .*: connected/);
     const put = await fetch(`${ingest}/tracks/bench/live/records`, { method: "PUT" });
     await put.body?.cancel();
 
@@ -285,6 +286,7 @@ async function run(via: "listener" | "relay", dir: string): Promise<void> {
     );
   } finally {
     for (const c of children.reverse()) await c.stop();
+    for (const p of servers.reverse()) await p.stop();
   }
 }
 
