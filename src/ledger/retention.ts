@@ -4,7 +4,7 @@ import type { LedgerEntry } from "./entry.ts";
 import { entryBytes, recordKey } from "./entry_key.ts";
 import type { Ledger } from "./ledger.ts";
 import type { NanoClock } from "./track_ledger.ts";
-import { systemNanoClock, TrackLedger } from "./track_ledger.ts";
+import { systemNanoClock } from "./track_ledger.ts";
 import { LruCache } from "../cache/mod.ts";
 import type {
   RetentionExpiry,
@@ -13,6 +13,9 @@ import type {
   StoredTrack,
 } from "./retention_options.ts";
 import { broadcastName, parseGroupId, trackKey, type TrackPath } from "../record/mod.ts";
+import { newestOf, trimStored } from "./stored_track.ts";
+
+export { newestOf } from "./stored_track.ts";
 
 /** Records one pass removes from one track at most; the rest go in the next pass. */
 export const RETENTION_STEP = 100_000;
@@ -56,7 +59,7 @@ function redactedSeq(group: string): number | undefined {
  * position on. On a shared ledger (PostgreSQL) one process at a time runs a
  * pass, under the backend's lock.
  *
- * A pass opens no track ({@link TrackLedger}): it works on each track's
+ * A pass opens no track (no `TrackLedger`): it works on each track's
  * storage directly (a track open here goes through its ledger), and a track
  * no policy applies to, that the expiry layer skips, costs no storage call.
  *
@@ -223,7 +226,7 @@ export class Retention {
     const until = Math.min(cut, first + this.#step);
     const seqs: number[] = [];
     for await (const entry of this.#from(track, first, until - 1)) seqs.push(entry.seq);
-    const now = await trim(track, until);
+    const now = await trimStored(track, until);
     this.#tallies.delete(trackKey(track.path));
     return { track, records: seqs.filter((seq) => seq < now).length };
   }
@@ -316,7 +319,7 @@ export class Retention {
     const firstVisit = !this.#visited.has(key);
     this.#visited.set(key, true);
     if (cut <= first) {
-      if (firstVisit) await trim(track, first);
+      if (firstVisit) await trimStored(track, first);
       return { records: 0, bytes: 0, tally };
     }
     // What goes is read once before it goes: an entry the pins keep (a Durable Stream's
@@ -331,7 +334,7 @@ export class Retention {
       read.push({ seq: e.seq, size: entryBytes(e) });
     }
     if (cut <= first) return { records: 0, bytes: 0, tally };
-    const now = await trim(track, cut);
+    const now = await trimStored(track, cut);
     // What was removed: the records read below the new first (compaction may have left holes).
     const gone = read.filter((r) => r.seq < now);
     const bytes = gone.reduce((n, r) => n + r.size, 0);
@@ -385,21 +388,4 @@ export class Retention {
       after = page[page.length - 1]!.seq;
     }
   }
-}
-
-/**
- * A track's newest entry: a single writer's open ledger keeps it; storage is
- * asked otherwise (a shared ledger's other writers move it on; a track not
- * open here has no cache but its backend's).
- */
-export async function newestOf(track: StoredTrack): Promise<LedgerEntry | undefined> {
-  return track instanceof TrackLedger && !track.shared
-    ? track.newest
-    : await track.backend.latest();
-}
-
-// Removes below `before`, never the newest entry (the backend keeps it too; an open ledger also
-// bounds the cut by the newest it knows).
-function trim(track: StoredTrack, before: number): Promise<number> {
-  return track instanceof TrackLedger ? track.trim(before) : track.backend.trim(before);
 }

@@ -11,4 +11,4 @@ export { SubscribeError } from "./upstream_request.ts";
 export { type Announcement, type RouteChange, RouteTable } from "./route_table.ts";
 export { type UpstreamTrack } from "./upstream_track.ts";
 export { type RouteSession, SessionSource } from "./session_source.ts";
-export { FLOW_LAG_MS } from "./distributor.ts";
+export { FLOW_LAG_MS } from "./flow_control.ts";

@@ -1,4 +1,4 @@
-import { errorText, redactUrl } from "../../error_text/mod.ts";
+import { errorText } from "../../error_text/mod.ts";
 import {
   accept,
   acceptIetf,
@@ -24,7 +24,7 @@ import {
   publisherIdentity,
 } from "./session_grants.ts";
 import type { Announcement as RouteAnnouncement, RouteChange } from "../routing/mod.ts";
-import { leaveWhenUnused, type LiveSession, watchAnnouncements } from "./session_routes.ts";
+import { followGoaway, type LiveSession, watchAnnouncements } from "./session_routes.ts";
 import { type CheckedSession, CredentialRecheck } from "./credential_recheck.ts";
 import { firstRtt, startPing } from "./session_rtt.ts";
 import {
@@ -237,7 +237,7 @@ export class RelaySessions {
     const publishes = mayPublish(admission);
     // The session's candidate routes, by path: only a peer or a publisher has any.
     const routes = peer || publishes ? new Map<string, RouteAnnouncement>() : undefined;
-    if (peer) this.#followGoaway(live, routes!, how);
+    if (peer) followGoaway(live, routes!, how, this.#opts);
     const lease = startLease(
       moq,
       admission.grant,
@@ -293,32 +293,6 @@ export class RelaySessions {
     const checked: CheckedSession = { moq, token: admission.token, revoked: false };
     this.#recheck.watch(checked);
     return checked;
-  }
-
-  // A peer's GOAWAY: its routes are left once unused, and the mesh may follow its redirect.
-  #followGoaway(
-    live: LiveSession,
-    routes: Map<string, RouteAnnouncement>,
-    how: { dialed: boolean; name: string },
-  ): void {
-    const o = this.#opts;
-    const moq = live.moq;
-    moq.goaway.then((uri) => {
-      if (moq.isClosed) return;
-      o.metrics.peerGoawayReceivedTotal.inc({ redirect: uri ? "true" : "false" });
-      o.log(
-        `relay: peer ${how.name} (${moq.remote}) sent GOAWAY${
-          uri ? ` naming ${redactUrl(uri)}` : ""
-        }`,
-      );
-      leaveWhenUnused(
-        live,
-        routes,
-        o.core.routes,
-        (why) => o.log(`relay: leaving peer ${how.name}: ${why}`),
-      );
-      o.onPeerGoaway?.({ moq, peer: how.name, dialed: how.dialed, uri });
-    });
   }
 
   // The periodic RTT ping of a peer relay, on its own timer (at once when no sample was taken

@@ -1,4 +1,6 @@
 import type { MoqPeer } from "../../moq/mod.ts";
+import { redactUrl } from "../../error_text/mod.ts";
+import type { RelaySessionsOptions } from "./relay_sessions_options.ts";
 import { SessionSource } from "../routing/mod.ts";
 import type { Announcement as RouteAnnouncement, RouteTable } from "../routing/mod.ts";
 
@@ -86,4 +88,30 @@ export function leaveWhenUnused(
   const unwatch = table.onChange(leaveIfUnused);
   moq.closed.then(unwatch);
   leaveIfUnused();
+}
+
+/** A peer's GOAWAY: its routes are left once unused, and the mesh may follow its redirect. */
+export function followGoaway(
+  live: LiveSession,
+  routes: Map<string, RouteAnnouncement>,
+  how: { dialed: boolean; name: string },
+  o: Pick<RelaySessionsOptions, "core" | "metrics" | "log" | "onPeerGoaway">,
+): void {
+  const moq = live.moq;
+  moq.goaway.then((uri) => {
+    if (moq.isClosed) return;
+    o.metrics.peerGoawayReceivedTotal.inc({ redirect: uri ? "true" : "false" });
+    o.log(
+      `relay: peer ${how.name} (${moq.remote}) sent GOAWAY${
+        uri ? ` naming ${redactUrl(uri)}` : ""
+      }`,
+    );
+    leaveWhenUnused(
+      live,
+      routes,
+      o.core.routes,
+      (why) => o.log(`relay: leaving peer ${how.name}: ${why}`),
+    );
+    o.onPeerGoaway?.({ moq, peer: how.name, dialed: how.dialed, uri });
+  });
 }
