@@ -23,7 +23,13 @@
 import { benchArgs } from "./support/args.ts";
 import { writeBenchPoster } from "./support/key_set.ts";
 import { CLOCK_TICKS_PER_SECOND, cpuTicks } from "./support/loadgen/proc_stats.ts";
-import { loadGeneratorName, postLoad, spawnListening } from "./support/post_load.ts";
+import {
+  loadGeneratorName,
+  postLoad,
+  type SpawnedServer,
+  spawnListening,
+} from "./support/post_load.ts";
+import { ingestBase, startServer } from "../tests/support/processes.ts";
 
 const { values } = benchArgs({
   seconds: { type: "string", default: "5" },
@@ -42,13 +48,31 @@ const PATH = "/tracks/bench/room/chat";
 const BODY = '{"kind":"reaction","emoji":"👍","at":1234567890}';
 const PORT_LINE = /(?:listening |Ingest: http:\/\/127\.0\.0\.1:)(\d+)/;
 
+/** A server under load: a funnel (`cli`, started by the process helper) or another `deno` script. */
+type Server = { readonly cli: string } | { readonly args: string[] };
+
+async function listen(server: Server, env: Record<string, string>): Promise<SpawnedServer> {
+  if ("args" in server) return await spawnListening(server.args, env, PORT_LINE);
+  const funnel = await startServer("funnel", {
+    cli: server.cli,
+    flags: "all",
+    env,
+    clearEnv: true,
+  });
+  return {
+    port: Number(new URL(ingestBase(funnel)).port),
+    pid: funnel.pid,
+    stop: async () => void await funnel.stop(),
+  };
+}
+
 async function measure(
   name: string,
-  args: string[],
+  what: Server,
   env: Record<string, string>,
   headers: Record<string, string>,
 ): Promise<{ rate: number; cpuUs: number }> {
-  const server = await spawnListening(args, env, PORT_LINE);
+  const server = await listen(what, env);
   try {
     const load = (secs: number) =>
       postLoad({ port: server.port, path: PATH, body: BODY, headers, connections, seconds: secs });
@@ -72,7 +96,7 @@ const dir = await Deno.makeTempDir({ prefix: "sluice-bench-" });
 try {
   const { keysFile: keys, token } = await writeBenchPoster(dir);
 
-  const funnel = ["run", "-A", CLI, "funnel"];
+  const funnel = { cli: CLI };
   const base = { FUNNEL_ADDR: "127.0.0.1:0", FUNNEL_SERVE_ADDR: "none" };
   const auth = { authorization: `Bearer ${token}` };
   const withAuth = { ...base, SLUICE_AUTH_KEYS: keys };
@@ -85,24 +109,24 @@ try {
   ];
   interface Case {
     readonly name: string;
-    readonly args: string[];
+    readonly server: Server;
     readonly env: Record<string, string>;
     readonly headers: Record<string, string>;
   }
   const cases: Case[] = [
-    { name: "bare Deno.serve", args: ["run", "-A", BARE], env: base, headers: {} },
-    { name: "funnel, auth off", args: funnel, env: base, headers: {} },
-    { name: "funnel, auth on", args: funnel, env: withAuth, headers: auth },
+    { name: "bare Deno.serve", server: { args: ["run", "-A", BARE] }, env: base, headers: {} },
+    { name: "funnel, auth off", server: funnel, env: base, headers: {} },
+    { name: "funnel, auth on", server: funnel, env: withAuth, headers: auth },
   ];
   if (values.compare !== undefined) {
-    const other = ["run", "-A", `${values.compare}/src/cli.ts`, "funnel"];
-    cases.push({ name: "compared, auth off", args: other, env: base, headers: {} });
-    cases.push({ name: "compared, auth on", args: other, env: withAuth, headers: auth });
+    const other = { cli: `${values.compare}/src/cli.ts` };
+    cases.push({ name: "compared, auth off", server: other, env: base, headers: {} });
+    cases.push({ name: "compared, auth on", server: other, env: withAuth, headers: auth });
   }
   if (values.threads) {
     cases.push({
       name: "bare, 2 threads",
-      args: ["run", "-A", BARE, "0", "2"],
+      server: { args: ["run", "-A", BARE, "0", "2"] },
       env: {},
       headers: {},
     });
@@ -119,7 +143,7 @@ try {
       ) {
         cases.push({
           name: `${label}, auth ${a}`,
-          args: threaded([...flags], on),
+          server: { args: threaded([...flags], on) },
           env: {},
           headers,
         });
@@ -138,7 +162,7 @@ try {
     let bare = 0;
     const line: string[] = [];
     for (const c of cases) {
-      const { rate, cpuUs } = await measure(c.name, c.args, c.env, c.headers);
+      const { rate, cpuUs } = await measure(c.name, c.server, c.env, c.headers);
       if (c === cases[0]) bare = rate;
       rates.get(c.name)!.push(rate);
       cpus.get(c.name)!.push(cpuUs);
