@@ -9,7 +9,7 @@ import { ConfigError, formatListenAddress, relayExposureWarning } from "../confi
 import { errorText } from "../error_text/mod.ts";
 import { loadServingCertificate } from "../certs/mod.ts";
 import type { RelayConfig } from "../config/mod.ts";
-import { reexecWithV8Flags } from "./ops/mod.ts";
+import { parentGone, reexecWithV8Flags } from "./ops/mod.ts";
 import { peerCredentials } from "./mesh/mod.ts";
 import { startRelay } from "./server.ts";
 import {
@@ -29,9 +29,14 @@ export interface RunRelayIo {
   readonly shutdown?: Promise<unknown>;
 }
 
-function signals(): { promise: Promise<string>; dispose: () => void } {
+const PARENT_GONE = "parent gone";
+
+function signals(reexecuted: boolean): { promise: Promise<string>; dispose: () => void } {
   let resolve!: (s: string) => void;
   const promise = new Promise<string>((r) => (resolve = r));
+  // The relay that re-executed itself for V8 flags ends with the process it was started as,
+  // even one SIGKILLed, which forwards no signal.
+  if (reexecuted) parentGone().then(() => resolve(PARENT_GONE));
   const onInt = () => resolve("SIGINT");
   const onTerm = () => resolve("SIGTERM");
   Deno.addSignalListener("SIGINT", onInt);
@@ -113,7 +118,7 @@ export async function runRelay(config: RelayConfig, io: RunRelayIo = {}): Promis
     log(`relay: credentials checked against ${source.location}`);
   }
   const mesh = await readMeshFiles(config);
-  const sig = io.shutdown ? undefined : signals();
+  const sig = io.shutdown ? undefined : signals(config.gc.applied);
   try {
     const relay = await startRelay({
       hostname: config.addr.value.hostname,
@@ -179,6 +184,12 @@ export async function runRelay(config: RelayConfig, io: RunRelayIo = {}): Promis
         `${config.mesh.peers.display}${mesh.signer ? " (signed peer credentials)" : ""}`,
     );
     const why = await (io.shutdown ?? sig!.promise);
+    if (why === PARENT_GONE) {
+      // Whoever ended the parent wanted the relay gone now (SIGKILL does not wait for a drain).
+      log("relay: stopping: the process that started this one is gone");
+      await relay.stop();
+      return 1;
+    }
     log(`relay: stopping (${typeof why === "string" ? why : "shutdown"}): GOAWAY sent, draining`);
     const left = await relay.drain(DRAIN_MS);
     if (!left) log(`relay: sessions still open after ${DRAIN_MS / 1000} s are closed`);

@@ -58,6 +58,75 @@ Deno.test("sluice relay runs from the environment, applies RELAY_SEMI_SPACE_MB a
   assert.ok(p.lines.some((l) => l.includes("relay: stopping (SIGTERM)")));
 });
 
+// Whether UDP and TCP `port` on 127.0.0.1 can be bound (nothing holds it).
+function portFree(port: number): boolean {
+  let udp: Deno.DatagramConn | undefined;
+  let tcp: Deno.Listener | undefined;
+  try {
+    udp = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port });
+    tcp = Deno.listen({ hostname: "127.0.0.1", port });
+    return true;
+  } catch (e) {
+    if (e instanceof Deno.errors.AddrInUse) return false;
+    throw e;
+  } finally {
+    udp?.close();
+    tcp?.close();
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    Deno.kill(pid, "SIGCONT");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// A supervisor (a test, systemd with KillMode=process, a shell script) that SIGKILLs the pid it
+// started must not leave the relay that process re-executed serving: it held the port, so the
+// next start failed with "address in use", and kept routing with nobody to stop it.
+Deno.test("sluice relay applying RELAY_SEMI_SPACE_MB ends when the process it was started as is SIGKILLed", async () => {
+  const { dir, cert, key } = await testCertificateFiles();
+  const port = freeUdpTcpPort();
+  const p = spawnServer("relay", {
+    env: {
+      RELAY_ADDR: `127.0.0.1:${port}`,
+      CERT_FILE: cert,
+      KEY_FILE: key,
+      RELAY_SEMI_SPACE_MB: "16",
+    },
+    cwd: dir,
+  });
+  let server: number | undefined;
+  try {
+    await p.ready();
+    server = p.serverPid();
+    assert.notEqual(server, p.pid, "the relay restarted itself to apply the flag");
+    assert.ok(!portFree(port), "the relay holds its port");
+    // The pid the supervisor started, alone: not its process group, not the re-executed child.
+    p.child.kill("SIGKILL");
+    await p.child.status;
+    // A few seconds at most: the relay stops at once when it sees its parent gone.
+    const deadline = Date.now() + 10_000;
+    while ((alive(server) || !portFree(port)) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(!alive(server), "the re-executed relay ended");
+    assert.ok(portFree(port), "its port is free");
+    await p.done;
+    assert.ok(
+      p.line("relay: stopping: the process that started this one is gone"),
+      p.lines.join("\n"),
+    );
+  } finally {
+    if (server !== undefined && alive(server)) Deno.kill(server, "SIGKILL");
+    await p.done;
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("sluice relay with RELAY_ADDR port 0 serves UDP and TCP on one picked port and prints it", async () => {
   const { dir, cert, key } = await testCertificateFiles();
   const c = await testCertificate();

@@ -17,6 +17,14 @@ import type { MoqSession } from "./moq_session.ts";
 import type { Subscription } from "./subscription.ts";
 import type { MoqSessionOptions, ReceivedGroup, SessionPolicy } from "./types.ts";
 
+/** A served subscription's group streams as the session's ordered ranks see them. */
+export interface OrderedStreams {
+  /** The place of its oldest stream still open, if any. */
+  readonly oldestPlace: number | undefined;
+  /** Gives its open streams their orders again (the base moved). */
+  reorderOpen(): void;
+}
+
 /** The close code for the peer's protocol violations. */
 export const PROTOCOL_CODE = MoqCode.ProtocolViolation;
 
@@ -54,8 +62,12 @@ export class SessionCore {
   url: URL | undefined;
   /** The id our next subscription gets. */
   nextSubscribeId = 0n;
-  /** The place of the next group stream of an ordered subscription (see GroupStreams). */
+  /** The place of the next group stream of an ordered subscription (see GroupStreams); never wraps. */
   orderedPlace = 0;
+  /** The place ordered subscriptions' ranks count from (moved on by `rebase` in send_order.ts). */
+  orderedBase = 0;
+  /** The served subscriptions with ordered group streams open: reordered when the base moves. */
+  readonly orderedOpen: Set<OrderedStreams> = new Set();
   /** True once the peer opened its Setup stream. */
   setupSeen = false;
   /** Bytes of partially received groups held, under `maxBufferedBytes`. */

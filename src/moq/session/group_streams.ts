@@ -1,10 +1,10 @@
 /** Sending a served subscription's groups, one uni stream each, a bounded number at once. */
 import type { StreamOptions } from "../../transport/mod.ts";
 import type { CachedGroup, TrackProducer } from "../track/mod.ts";
-import type { SessionCore } from "./core.ts";
+import type { OrderedStreams, SessionCore } from "./core.ts";
 import type { DeliveryTurns } from "./delivery_turns.ts";
 import { GroupSend } from "./send_group.ts";
-import { RANKS, sendOrder } from "./send_order.ts";
+import { rankOf, RANKS, rebase, sendOrder } from "./send_order.ts";
 import { type OpenStream, OpenStreams } from "./open_streams.ts";
 
 /** Payload bytes a served subscription's open group streams hold by default (either dialect). */
@@ -39,8 +39,13 @@ export type ServedTrack = Pick<TrackProducer, "latest" | "sent">;
  * rank: Deno's QUIC keeps the bytes a stream was given after we closed it and
  * lets nobody change its order then, so a newer group must outrank an older
  * one from the start instead of demoting it later.
+ *
+ * A rank is a place counted from a base, and places never wrap: once the next
+ * place would pass the last rank, the base moves up to the oldest stream
+ * still open and the open streams are reordered, so a session that has sent
+ * millions of groups keeps its order (see {@linkcode rebase}).
  */
-export class GroupStreams {
+export class GroupStreams implements OrderedStreams {
   readonly #core: SessionCore;
   readonly #id: bigint;
   readonly #max: number;
@@ -59,18 +64,25 @@ export class GroupStreams {
   // subscription and whether they may expire, and who waits for none.
   readonly #open = new OpenStreams<GroupSend>();
   #drained: (() => void) | undefined;
-  // The place of the next stream: each group sent frame by frame moves it on (see #start).
-  #place = 0;
+  // The place of the next stream: each group sent frame by frame moves it on (see #start), and
+  // the place newest-first ranks count from.
+  #place: number;
+  #base = 0;
   #slotFree: (() => void) | undefined;
 
-  /** Streams for subscription `id` of `track`. */
+  /**
+   * Streams for subscription `id` of `track`; the first newest-first stream
+   * takes place `firstPlace` (tests start it near the last rank).
+   */
   constructor(
     core: SessionCore,
     id: bigint,
     delivery: Delivery,
     track: ServedTrack,
     clock: () => number = Date.now,
+    firstPlace = 0,
   ) {
+    this.#place = firstPlace;
     this.#core = core;
     this.#id = id;
     this.#max = Math.max(1, core.options.maxGroupsInFlight ?? 16);
@@ -111,6 +123,7 @@ export class GroupStreams {
   #sent(stream: OpenStream<GroupSend>): void {
     this.#open.remove(stream);
     this.#openBytes -= stream.send.counted;
+    if (this.#open.size === 0) this.#core.orderedOpen.delete(this);
     this.#wake();
     // No stream left to expire: the timer goes now, not at its deadline (an idle subscription
     // holds no timer).
@@ -130,7 +143,17 @@ export class GroupStreams {
     const reorder = delivery.priority !== this.delivery.priority ||
       delivery.ordered !== this.delivery.ordered;
     Object.assign(this.delivery, delivery);
-    if (!reorder) return;
+    if (reorder) this.reorderOpen();
+  }
+
+  /** The place of the oldest stream still open, if any. */
+  get oldestPlace(): number | undefined {
+    for (const { place } of this.#open) return place;
+    return undefined;
+  }
+
+  /** Gives the open streams their orders again (the delivery changed, or the base moved). */
+  reorderOpen(): void {
     for (const { send, place } of this.#open) send.reorder(this.#order(place));
   }
 
@@ -195,8 +218,8 @@ export class GroupStreams {
   // side, each finished only once nearly all were, and a subscriber aging a group from its
   // first byte (`@moq/net` drops one older than the max latency) lost them. Ordered places are
   // counted across the session's ordered subscriptions, so their groups go oldest first across
-  // all of them: one catching up on a backlog does not outrank one that has sent more. The
-  // place starts again at 0 after RANKS groups that moved it.
+  // all of them: one catching up on a backlog does not outrank one that has sent more. Places
+  // count on past RANKS; the ranks they are sent at move their base up before the last one.
   #start(group: CachedGroup): void {
     this.#inflight++;
     const send = new GroupSend(this.#core, this.#id, group, (n) => this.#track.sent(group, n));
@@ -205,11 +228,16 @@ export class GroupStreams {
     const core = this.#core;
     let place: number;
     if (this.delivery.ordered) {
-      place = core.orderedPlace;
-      core.orderedPlace = (place + 1) % RANKS;
+      if (core.orderedPlace - core.orderedBase >= RANKS) this.#rebaseOrdered();
+      place = core.orderedPlace++;
+      core.orderedOpen.add(this);
     } else {
+      if (this.#place - this.#base >= RANKS) {
+        this.#base = rebase(this.#place, this.oldestPlace);
+        this.reorderOpen();
+      }
       place = this.#place;
-      if (!group.complete) this.#place = (place + 1) % RANKS;
+      if (!group.complete) this.#place++;
     }
     const stream = this.#open.add(send, place, this.delivery.maxLatency > 0);
     if (stream.expires) this.#armExpiry();
@@ -219,7 +247,22 @@ export class GroupStreams {
   }
 
   #order(place: number): number {
-    return sendOrder(this.delivery.priority, this.delivery.ordered ? -place : place);
+    const ordered = this.delivery.ordered;
+    const rank = rankOf(place, ordered ? this.#core.orderedBase : this.#base);
+    return sendOrder(this.delivery.priority, ordered ? -rank : rank);
+  }
+
+  // Ordered places are the session's: the base moves to the oldest stream open in any of its
+  // ordered subscriptions, and all of them are reordered (once per RANKS / 2 streams at most).
+  #rebaseOrdered(): void {
+    const core = this.#core;
+    let oldest: number | undefined;
+    for (const streams of core.orderedOpen) {
+      const place = streams.oldestPlace;
+      if (place !== undefined && (oldest === undefined || place < oldest)) oldest = place;
+    }
+    core.orderedBase = rebase(core.orderedPlace, oldest);
+    for (const streams of core.orderedOpen) streams.reorderOpen();
   }
 
   // One timer per subscription, at the earliest time a stream being sent can expire.

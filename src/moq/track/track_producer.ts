@@ -259,11 +259,19 @@ export class TrackProducer {
   /**
    * Whether group `sequence` was written: "written", "missing", or "too old"
    * when it is below {@linkcode lateFloor} (the producer no longer tells a
-   * new group there from one it had, and refuses to write it).
+   * new group there from one it had, and refuses to write it). A group
+   * abandoned part-way (reset) and not written again since is "missing": it
+   * may be written again whole.
    */
   holds(sequence: number): GroupPresence {
     const seen = this.#seen.check(sequence);
-    return seen === "seen" ? "written" : seen === "new" ? "missing" : "too old";
+    if (seen === "seen") return this.#abandoned(sequence) ? "missing" : "written";
+    return seen === "new" ? "missing" : "too old";
+  }
+
+  // Whether the cache's latest arrival of `sequence` is a group abandoned part-way.
+  #abandoned(sequence: number): boolean {
+    return this.#ring.find(sequence)?.live?.state === "reset";
   }
 
   /** The lowest sequence a late group may have and still be written (0 before the first group). */
@@ -278,17 +286,21 @@ export class TrackProducer {
 
   /**
    * The group a FETCH asks for: from the cache, else from `fetchMissing`
-   * (when the producer has one); undefined when neither has it. A group
-   * fetched from elsewhere is not added to the cache or sent to subscribers;
-   * it counts as written at `writtenAt` (default 0). Rejects only if
-   * `fetchMissing` does.
+   * (when the producer has one); undefined when neither has it. A group its
+   * publisher abandoned part-way (reset) is not held: the cache keeps it
+   * only for the subscribers already reading it, and a FETCH of it goes to
+   * `fetchMissing` (a relay's upstream, whose publisher may have it whole).
+   * A group fetched from elsewhere is not added to the cache or sent to
+   * subscribers; it counts as written at `writtenAt` (default 0). Rejects
+   * only if `fetchMissing` does.
    */
   async fetch(
     sequence: number,
     signal: AbortSignal = NEVER,
     writtenAt = 0,
   ): Promise<CachedGroup | undefined> {
-    const cached = this.group(sequence);
+    let cached = this.group(sequence);
+    if (cached?.live?.state === "reset") cached = undefined;
     if (cached || !this.#fetchMissing || !Number.isSafeInteger(sequence) || sequence < 0) {
       return cached;
     }

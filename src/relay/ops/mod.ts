@@ -5,7 +5,7 @@
  * @module
  */
 
-export { ReexecNotAllowedError, reexecWithV8Flags } from "./reexec.ts";
+export { parentGone, ReexecNotAllowedError, reexecWithV8Flags } from "./reexec.ts";
 export { DOCTOR_HEADING, type DoctorOptions, renderGcBlock, runDoctor } from "./doctor.ts";
 export { createRelayHandler, type OpsAccess } from "./http_handler.ts";
 export { cpuProfile } from "./pprof.ts";

@@ -43,8 +43,12 @@ function commandLine(): string[] {
 /**
  * Re-executes this Deno process with the relay's V8 flags appended to
  * DENO_V8_FLAGS (V8 sizes its heap when the isolate starts, so a flag set
- * later would not take effect). Signals are forwarded; resolves with the
- * child's exit code.
+ * later would not take effect). Deno cannot replace its own process (no
+ * exec), so this one stays as the child's parent, in the same process group:
+ * SIGINT and SIGTERM are forwarded, and the child's stdin is a pipe from here
+ * that nothing writes, which ends (EOF) when this process does, however it
+ * ends, SIGKILL included; the child stops then ({@linkcode parentGone}).
+ * Resolves with the child's exit code.
  */
 export async function reexecWithV8Flags(
   gc: GcResolution,
@@ -59,10 +63,12 @@ export async function reexecWithV8Flags(
   const child = new Deno.Command(Deno.execPath(), {
     args: commandLine(),
     env: { DENO_V8_FLAGS: flags, [APPLIED_V8_FLAGS_VARIABLE]: added },
-    stdin: "inherit",
+    // Held open, never written: its end tells the child this process is gone.
+    stdin: "piped",
     stdout: "inherit",
     stderr: "inherit",
   }).spawn();
+  const lifeline = child.stdin.getWriter();
   const forward = (sig: Deno.Signal) => () => {
     try {
       child.kill(sig);
@@ -79,5 +85,24 @@ export async function reexecWithV8Flags(
   } finally {
     Deno.removeSignalListener("SIGINT", onInt);
     Deno.removeSignalListener("SIGTERM", onTerm);
+    lifeline.close().catch(() => {});
+  }
+}
+
+/**
+ * In the relay re-executed by {@linkcode reexecWithV8Flags}: resolves once
+ * the process that started it is gone, seen as the end of stdin, the pipe it
+ * holds open and never writes (a read error counts the same). Whatever
+ * arrives on it is discarded.
+ */
+export async function parentGone(
+  stdin: ReadableStream<Uint8Array> = Deno.stdin.readable,
+): Promise<void> {
+  try {
+    for await (const _ of stdin) {
+      // Nothing is written; a byte that is is not a message.
+    }
+  } catch {
+    // A broken pipe is a parent gone too.
   }
 }

@@ -302,7 +302,7 @@ export class TrackDistributor {
       let bytes = 0;
       for (const f of group.frames) bytes += f.byteLength;
       this.#countBytes(feed, bytes);
-      if (group.live) void this.#countRest(feed, group.live, bytes);
+      if (group.live) void this.#countRest(feed, group.sequence, group.live, bytes);
       // A late group (retransmitted after newer ones) is taken too; a duplicate is refused,
       // which is also what keeps the old and the new upstream of a switch from doubling up.
       // A group still arriving goes to subscribers at once and grows in the ring.
@@ -329,10 +329,13 @@ export class TrackDistributor {
     feed.meter?.add(bytes);
   }
 
-  // The frames of a cut-through group after its first, counted once it ended.
-  async #countRest(feed: Feed, live: LiveFrames, counted: number): Promise<void> {
+  // The frames of a cut-through group after its first, counted once it ended. One its
+  // publisher abandoned is not held (see TrackProducer.holds): it is repaired like a group
+  // that never came, from an upstream that has it whole.
+  async #countRest(feed: Feed, sequence: number, live: LiveFrames, counted: number): Promise<void> {
     await ended(live);
     if (live.bytes > counted) this.#countBytes(feed, live.bytes - counted);
+    if (live.state === "reset" && !this.#ended) this.#repair.abandoned(sequence);
   }
 
   // Nobody is left to serve: after a grace period, the relay is told (it releases the upstream).

@@ -135,6 +135,24 @@ export class GapRepair {
     this.#arm();
   }
 
+  /**
+   * Records a group the upstream abandoned part-way (its stream was reset):
+   * it is fetched at once, and asked for again as any missing group, until a
+   * whole one is written.
+   */
+  abandoned(sequence: number): void {
+    if (this.#stopped || this.#attempts.has(sequence)) return;
+    if (this.#opts.producer.holds(sequence) !== "missing") return;
+    // The queue stays lowest first; a sequence already queued stays where it is.
+    const queue = this.#queue;
+    let at = queue.length;
+    while (at > 0 && queue[at - 1]![0] > sequence) at--;
+    const before = queue[at - 1];
+    if (before && sequence <= before[1]) return;
+    queue.splice(at, 0, [sequence, sequence]);
+    this.#pump();
+  }
+
   /** Stops the timers and every fetch in flight. */
   stop(): void {
     this.#stopped = true;

@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { GroupStreams } from "../../../src/moq/session/group_streams.ts";
+import { RANKS, sendOrder } from "../../../src/moq/session/send_order.ts";
 import type { SessionCore } from "../../../src/moq/session/core.ts";
 import { CachedGroup, LiveFrames } from "../../../src/moq/track/mod.ts";
 import { MoqStats } from "../../../src/moq/stats.ts";
@@ -20,11 +21,20 @@ const MiB = 1 << 20;
 // A session whose peer never reads: every stream it opens is counted and holds its bytes. With
 // `buffers`, each write is taken at once (as Deno's QUIC takes bytes into its send buffer) and
 // counted in `written`, so a live group's send goes on to wait for its next frame.
+// `orders` holds each stream's send order as it opened, `current` as it is now (after reorders).
 function stalledCore(
   buffers = false,
-): { core: SessionCore; opened: () => number; written: () => number; orders: number[] } {
+  orderedPlace = 0,
+): {
+  core: SessionCore;
+  opened: () => number;
+  written: () => number;
+  orders: number[];
+  current: number[];
+} {
   let opened = 0;
   const orders: number[] = [];
+  const current: number[] = [];
   let written = 0;
   const write = (chunk: Uint8Array): Promise<void> => {
     written += chunk.length;
@@ -32,9 +42,11 @@ function stalledCore(
   };
   const transport = {
     openUni: (options?: { sendOrder?: number }) => {
-      opened++;
+      const index = opened++;
       orders.push(options?.sendOrder ?? 0);
-      return Promise.resolve({ writable: new WritableStream({ write }) });
+      current.push(options?.sendOrder ?? 0);
+      const setSendOrder = (order: number) => void (current[index] = order);
+      return Promise.resolve({ writable: new WritableStream({ write }), setSendOrder });
     },
   };
   const core = {
@@ -44,17 +56,23 @@ function stalledCore(
     version: "moq-lite-05",
     timers: systemTimers,
     isClosed: false,
-    orderedPlace: 0,
+    orderedPlace,
+    orderedBase: 0,
+    orderedOpen: new Set(),
     log: () => {},
   } as unknown as SessionCore;
-  return { core, opened: () => opened, written: () => written, orders };
+  return { core, opened: () => opened, written: () => written, orders, current };
 }
 
-function streams(core: SessionCore): GroupStreams {
-  return new GroupStreams(core, 0n, { priority: 0, ordered: true, maxLatency: 0 }, {
-    latest: undefined,
-    sent: () => {},
-  });
+function streams(core: SessionCore, ordered = true, firstPlace?: number): GroupStreams {
+  return new GroupStreams(
+    core,
+    0n,
+    { priority: 0, ordered, maxLatency: 0 },
+    { latest: undefined, sent: () => {} },
+    Date.now,
+    firstPlace,
+  );
 }
 
 const group = (sequence: number, bytes: number) =>
@@ -74,6 +92,40 @@ Deno.test("group streams: ordered subscriptions of one session go oldest first a
   for (let i = 1; i < orders.length; i++) {
     assert.ok(orders[i]! < orders[i - 1]!, `stream ${i} (${orders[i]}) after ${orders[i - 1]}`);
   }
+});
+
+// The session's count of ordered group streams started far along, as on a session that has sent
+// 2^21 groups (a funnel's session to its relay lives for months): the ranks run out mid-burst.
+Deno.test("group streams: ordered streams stay oldest first past the end of the rank range", async () => {
+  const { core, current } = stalledCore(false, RANKS - 3);
+  const [a, b] = [streams(core), streams(core)];
+  // Neither subscriber reads, so every stream stays open while the count passes the end.
+  for (let i = 0; i < 4; i++) a.send(group(i, 100));
+  for (let i = 0; i < 4; i++) b.send(group(i, 100));
+  await new Promise((r) => setTimeout(r, 10));
+  assert.equal(current.length, 8);
+  // Higher orders go first: as they are now, each stream ranks below every stream started
+  // before it (the count used to start again at 0, its rank above all of them).
+  for (let i = 1; i < current.length; i++) {
+    assert.ok(current[i]! < current[i - 1]!, `stream ${i} (${current[i]}) after ${current[i - 1]}`);
+  }
+  for (const order of current) assert.ok(order >= sendOrder(0, -(RANKS - 1)) && order <= 0);
+});
+
+Deno.test("group streams: newest-first streams stay newest first past the end of the rank range", async () => {
+  const { core, current, written } = stalledCore(true);
+  const s = streams(core, false, RANKS - 3);
+  // Live groups, each written as it arrives: each moves the subscription's place on.
+  const groups = Array.from({ length: 6 }, (_, i) => liveGroup(i, 10));
+  for (const g of groups) await s.send(g.group);
+  await until(() => written() >= 6 * 10, "the first frames written");
+  assert.equal(current.length, 6);
+  for (let i = 1; i < current.length; i++) {
+    assert.ok(current[i]! > current[i - 1]!, `stream ${i} (${current[i]}) after ${current[i - 1]}`);
+  }
+  for (const order of current) assert.ok(order >= 0 && order <= sendOrder(0, RANKS - 1));
+  for (const g of groups) g.frames.finish();
+  await s.drained();
 });
 
 Deno.test("group streams: at the default 8 MiB, a second 5 MiB group waits while the first is unread", async () => {

@@ -292,3 +292,30 @@ Deno.test("cut-through: a publisher that fills the session's budget and goes qui
     await p.stop();
   }
 });
+
+Deno.test("cut-through: a group abandoned part-way is not held: a FETCH of it asks fetchMissing", async () => {
+  const whole = [new Uint8Array([1]), new Uint8Array([2])];
+  const asked: number[] = [];
+  const producer = new TrackProducer({
+    cache: 8,
+    fetchMissing: (sequence) => {
+      asked.push(sequence);
+      return Promise.resolve({ frames: whole, timestamp: 0n });
+    },
+  });
+  const live = new LiveFrames(0n);
+  live.push(new Uint8Array([1]));
+  producer.writeGroup(4, live);
+  assert.equal(producer.holds(4), "written");
+  live.reset();
+  // The cache keeps the partial group for those reading it, but it is not the group.
+  assert.equal(producer.holds(4), "missing");
+  const fetched = await producer.fetch(4);
+  assert.deepEqual(asked, [4]);
+  assert.deepEqual(fetched?.frames, whole);
+  // Written again whole, it is held, and a FETCH is answered from the cache.
+  assert.ok(producer.writeGroup(4, whole));
+  assert.equal(producer.holds(4), "written");
+  assert.deepEqual((await producer.fetch(4))?.frames, whole);
+  assert.deepEqual(asked, [4]);
+});
