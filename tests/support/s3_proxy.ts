@@ -1,5 +1,5 @@
 import http from "node:http";
-import { HeadObjectCommand } from "@aws-sdk/client-s3";
+import { HeadObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import type { TestS3 } from "./s3rver.ts";
 
 /*
@@ -13,6 +13,8 @@ import type { TestS3 } from "./s3rver.ts";
  *   whole and is applied when its time comes even if the client gave up
  *   meanwhile: a late write. Its condition is checked when it lands.
  * - `fail` answers requests with an error status without passing them on.
+ * - `tear` answers PUTs 200 having stored only half the body: a store that
+ *   acknowledges a write before it holds it whole (s3rver itself did).
  *
  * Requests are forwarded byte for byte, Host header included, so their
  * signatures stay valid.
@@ -42,6 +44,11 @@ export interface S3Proxy {
   delay(match: S3RequestMatch, ms: number, count?: number): Promise<void>;
   /** Answers the next `count` matching requests with `status`, storing nothing. */
   fail(match: S3RequestMatch, status?: number, count?: number): void;
+  /**
+   * Answers the next `count` matching PUTs 200 after storing the first half
+   * of each body under its key, with its metadata.
+   */
+  tear(match: S3RequestMatch, count?: number): void;
   /** Conditional PUTs answered 412 because their key existed. */
   readonly refused: number;
   /** Requests whose client had gone (aborted, timed out) by the time they were answered. */
@@ -57,6 +64,7 @@ interface Fault {
   left: number;
   readonly delayMs?: number;
   readonly status?: number;
+  readonly tear?: boolean;
   /** Told when a request is taken by this fault. */
   readonly taken?: () => void;
 }
@@ -71,9 +79,18 @@ export async function startS3Proxy(s3: TestS3): Promise<S3Proxy> {
   let refused = 0;
   let abandoned = 0;
 
-  const take = (method: string, key: string, kind: "delay" | "fail"): Fault | undefined => {
+  const take = (
+    method: string,
+    key: string,
+    kind: "delay" | "fail" | "tear",
+  ): Fault | undefined => {
     const fault = faults.find((f) =>
-      f.left > 0 && (kind === "delay" ? f.delayMs !== undefined : f.status !== undefined) &&
+      f.left > 0 &&
+      (kind === "delay"
+        ? f.delayMs !== undefined
+        : kind === "fail"
+        ? f.status !== undefined
+        : f.tear === true) &&
       (f.match.method === undefined || f.match.method === method) &&
       (f.match.key === undefined || f.match.key.test(key))
     );
@@ -150,6 +167,19 @@ export async function startS3Proxy(s3: TestS3): Promise<S3Proxy> {
     const key = objectKey(req.url ?? "/", s3.bucket);
     const failure = take(method, key, "fail");
     if (failure) return answer(res, errorAnswer(failure.status!, "InjectedFailure"));
+    if (method === "PUT" && take(method, key, "tear")) {
+      const metadata: Record<string, string> = {};
+      for (const [name, value] of Object.entries(req.headers)) {
+        if (name.startsWith("x-amz-meta-") && typeof value === "string") {
+          metadata[name.slice("x-amz-meta-".length)] = value;
+        }
+      }
+      const half = body.subarray(0, Math.floor(body.length / 2));
+      await client.send(
+        new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: half, Metadata: metadata }),
+      );
+      return answer(res, { status: 200, headers: {}, body: new Uint8Array() });
+    }
     const delay = take(method, key, "delay");
     if (delay) await new Promise((r) => setTimeout(r, delay.delayMs));
     const conditional = method === "PUT" && req.headers["if-none-match"] === "*";
@@ -190,6 +220,9 @@ export async function startS3Proxy(s3: TestS3): Promise<S3Proxy> {
     },
     fail(match, status = 503, count = 1): void {
       faults.push({ match, left: count, status });
+    },
+    tear(match, count = 1): void {
+      faults.push({ match, left: count, tear: true });
     },
     get refused(): number {
       return refused;

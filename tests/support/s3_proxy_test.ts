@@ -16,7 +16,7 @@ const body = async (client: S3Client, bucket: string, key: string): Promise<stri
   await (await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }))).Body!
     .transformToString();
 
-Deno.test("s3 proxy: honours If-None-Match, fails and delays requests on demand", async () => {
+Deno.test("s3 proxy: honours If-None-Match, fails, delays and tears requests on demand", async () => {
   const s3 = await startS3rver();
   const proxy = await startS3Proxy(s3);
   const direct = s3.client();
@@ -53,6 +53,14 @@ Deno.test("s3 proxy: honours If-None-Match, fails and delays requests on demand"
     assert.equal(await statusOf(put("d", "early", true)), 200, "an undelayed PUT lands first");
     assert.equal(await statusOf(late), 412);
     assert.equal(await body(direct, s3.bucket, "d"), "early");
+
+    proxy.tear({ method: "PUT" });
+    await client.send(
+      new PutObjectCommand({ Bucket: s3.bucket, Key: "t", Body: "abcdef", Metadata: { m: "1" } }),
+    );
+    const torn = await direct.send(new GetObjectCommand({ Bucket: s3.bucket, Key: "t" }));
+    assert.equal(await torn.Body!.transformToString(), "abc", "answered 200, half stored");
+    assert.deepEqual(torn.Metadata, { m: "1" });
   } finally {
     client.destroy();
     direct.destroy();

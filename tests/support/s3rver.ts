@@ -1,5 +1,9 @@
 import { S3Client } from "@aws-sdk/client-s3";
 import crypto from "node:crypto";
+import fs from "node:fs";
+import { dirname } from "node:path";
+import { Readable, Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import S3rver from "s3rver";
 
 // s3rver encrypts listing continuation tokens with DES, which Deno's node:crypto
@@ -15,6 +19,54 @@ for (const name of ["createCipheriv", "createDecipheriv"] as const) {
     const widen = (b: Uint8Array): Uint8Array =>
       Uint8Array.from({ length: 16 }, (_, i) => b[i % b.length]!);
     return original("aes-128-ctr", widen(key), widen(iv));
+  };
+}
+
+// What s3rver's filesystem store is given for one PUT (lib/stores/filesystem.js).
+interface StoredPut {
+  readonly bucket: string;
+  readonly key: string;
+  readonly content: Readable | Uint8Array;
+  readonly metadata: Record<string, string>;
+}
+interface FilesystemStore {
+  getResourcePath(bucket: string, key: string, resource: string): string;
+  putMetadata(bucket: string, key: string, metadata: object, md5: string): Promise<void>;
+  putObject(object: StoredPut): Promise<{ size: number; md5: string }>;
+}
+
+/*
+ * s3rver 3.7 answers a PUT before its object is written: its store resolves
+ * once the body has gone through the MD5 hash, while the file stream behind
+ * it may not even have opened the file, and a GET right after the 200 then
+ * reads an empty or short body under the new metadata (a batch failing its
+ * checksum): at load average 21, 2 PUTs in 100 were answered with the file
+ * still empty. A real store answers once the object is stored whole,
+ * which the ledger relies on, so the store here answers once the file stream
+ * has finished. Nothing else changes: the file is still filled in place (a
+ * GET during a PUT sees part of it) and an upload cut short still leaves its
+ * part behind without the new metadata, as s3rver does.
+ */
+function answerWhenStored(store: FilesystemStore): void {
+  store.putObject = async (object) => {
+    const path = store.getResourcePath(object.bucket, object.key, "object");
+    await fs.promises.mkdir(dirname(path), { recursive: true });
+    const md5 = crypto.createHash("md5");
+    let size = 0;
+    const hashed = new Transform({
+      transform(chunk: Uint8Array, _encoding, done): void {
+        md5.update(chunk);
+        size += chunk.length;
+        done(null, chunk);
+      },
+    });
+    const content = object.content instanceof Uint8Array
+      ? Readable.from([object.content])
+      : object.content;
+    await pipeline(content, hashed, fs.createWriteStream(path));
+    const digest = md5.digest("hex");
+    await store.putMetadata(object.bucket, object.key, object.metadata, digest);
+    return { size, md5: digest };
   };
 }
 
@@ -53,6 +105,7 @@ export async function startS3rver(bucket = "ledger-test"): Promise<TestS3> {
     directory: dir,
     configureBuckets: [{ name: bucket }],
   });
+  answerWhenStored((server as unknown as { store: FilesystemStore }).store);
   const address = await server.run() as { address: string; port: number };
   const endpoint = `http://127.0.0.1:${address.port}`;
   const credentials = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" };

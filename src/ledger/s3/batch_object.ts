@@ -20,6 +20,18 @@ export class TornBatch extends LedgerError {
   }
 }
 
+/**
+ * A batch object damaged or incomplete although the store answered its PUT: the store
+ * acknowledges writes before it holds them whole, and the ledger cannot keep its promise.
+ */
+export function acknowledgedTorn(key: string): LedgerError {
+  return new LedgerError(
+    "corrupt",
+    `Batch object ${key} is damaged or incomplete, though the store acknowledged writing it ` +
+      "(does the store answer a PUT before the object is stored whole?)",
+  );
+}
+
 const CRC_META = "sluice-crc32";
 // Written by compaction only: `<first>-<last>`, the sequences the batch was committed with.
 // Its body then holds the records still kept among them (possibly none, an empty body).

@@ -41,6 +41,8 @@ import { trackKey, type TrackPath } from "../../record/mod.ts";
  * writer dies mid-PUT; such an object was never acknowledged, so `latest()`
  * (run when a track opens and after a failed append) deletes a newest object
  * that fails its checksum, and pages skip a newest one still being written.
+ * Not one whose PUT the store answered to this process: that store broke its
+ * promise, and the commit or read meeting it fails as corrupt instead.
  *
  * A forward page (`readAfter`) lists the same way from the batch holding its
  * last seq down to the one holding its first, since a listing only ascends.

@@ -6,6 +6,7 @@ import { LedgerError } from "../errors.ts";
 import { getObject, mapLimited, status, translate } from "./map_limited.ts";
 import { Serial } from "../serial.ts";
 import {
+  acknowledgedTorn,
   batchKeyPart,
   type BatchRef,
   listBatches,
@@ -27,6 +28,12 @@ export class S3Track implements TrackBackend {
   readonly #signal: () => AbortSignal;
   /** The first seq still served, from the floor object; read once, then kept (one writer). */
   #floor: number | undefined;
+  /**
+   * The first seq of the newest batch whose PUT the store answered here. A torn batch up to it
+   * was acknowledged: never taken for an upload cut short or in progress (those of another
+   * process are not known here).
+   */
+  #acknowledged = -1;
 
   /**
    * A track whose batch objects live under `prefix` in `bucket`; every request
@@ -49,6 +56,7 @@ export class S3Track implements TrackBackend {
         create: true,
         signal: this.#signal(),
       });
+      if (first.seq > this.#acknowledged) this.#acknowledged = first.seq;
     } catch (error) {
       if (status(error) === 412) {
         // Another write holds this seq: a late one of ours, answered 503 when its deadline
@@ -97,6 +105,7 @@ export class S3Track implements TrackBackend {
           continue;
         } catch (error) {
           if (!(error instanceof TornBatch)) throw error;
+          if (newest.first <= this.#acknowledged) throw acknowledgedTorn(newest.key);
           await this.#client.send(
             new DeleteObjectCommand({ Bucket: this.#bucket, Key: newest.key }),
             { abortSignal: this.#signal() },
@@ -159,7 +168,10 @@ export class S3Track implements TrackBackend {
               return (await this.#readBatch(ref))?.entries ?? [];
             } catch (error) {
               // The newest object may be a PUT still in progress on some servers: not committed.
-              if (at + i === 0 && below === undefined && error instanceof TornBatch) return [];
+              if (at + i === 0 && below === undefined && error instanceof TornBatch) {
+                if (ref.first > this.#acknowledged) return [];
+                throw acknowledgedTorn(ref.key);
+              }
               throw error;
             }
           });
@@ -208,7 +220,10 @@ export class S3Track implements TrackBackend {
             } catch (error) {
               // The track's newest object may be a PUT still in progress on some servers.
               const newest = at + i === refs.length - 1;
-              if (newest && error instanceof TornBatch && await this.#isNewest(ref)) return;
+              if (newest && error instanceof TornBatch && await this.#isNewest(ref)) {
+                if (ref.first > this.#acknowledged) return;
+                throw acknowledgedTorn(ref.key);
+              }
               throw error;
             }
           });

@@ -178,3 +178,32 @@ Deno.test("ledger s3: a page before a cursor past the end of the track is full",
     await s3.stop();
   }
 });
+
+Deno.test("ledger s3: a batch the store acknowledged but holds torn is an error, never deleted", async () => {
+  const s3 = await startS3rver();
+  const proxy = await startS3Proxy(s3);
+  const client = s3.client();
+  try {
+    const ledger = new Ledger(await S3Backend.open(proxy.backendOptions("lied")));
+    const track = (await ledger.track(PATH, true))!;
+    await track.append({ payload: "0" });
+    // The store answers 200 for batch 1 but keeps half of it (an upload cut short looks so).
+    proxy.tear(PUT_BATCH);
+    assert.equal((await track.append({ payload: "1" })).seq, 1);
+    proxy.fail(PUT_BATCH, 503, 2); // both attempts
+    await assert.rejects(track.append({ payload: "2" }), { name: "LedgerError" });
+    // The next commit re-reads the tail first and meets the acknowledged batch torn.
+    await assert.rejects(track.append({ payload: "3" }), /the store acknowledged writing it/);
+    await assert.rejects(track.backend.readBefore(undefined, 10), /acknowledged writing it/);
+    await assert.rejects(track.backend.readAfter(undefined, 10), /acknowledged writing it/);
+    const listed = await client.send(
+      new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: "lied/data/" }),
+    );
+    assert.equal(listed.KeyCount, 2, "the acknowledged batch is kept for an operator");
+    await ledger.close();
+  } finally {
+    client.destroy();
+    await proxy.close();
+    await s3.stop();
+  }
+});
