@@ -273,9 +273,20 @@ async function sendGroup(
   signal: AbortSignal,
 ): Promise<void> {
   let out: Sender | undefined;
+  // The subscription ended (UNSUBSCRIBE, its stream's end, the session's): the stream is reset
+  // at once, not after a write the subscriber never reads or a frame a stalled publisher never
+  // sends; until then the subscription holds its place, its cursor and the upstream track.
+  const ended = Promise.withResolvers<void>();
+  const abandon = (): void => {
+    out?.abort(new Error("unsubscribed"));
+    ended.resolve();
+  };
+  signal.addEventListener("abort", abandon, { once: true });
   try {
+    if (signal.aborted) return;
     const stream = await core.transport.openUni({ sendOrder: g.sequence });
     out = new Sender(stream.writable, core.stats);
+    if (signal.aborted) return abandon();
     // Draft 17 on, each object carries the group's timestamp (the track declared its timescale).
     const stamp = core.draft >= 17 ? g.exactTimestamp : undefined;
     const header = encodeSubgroupHeader(
@@ -308,11 +319,13 @@ async function sendGroup(
         return;
       }
       if (i < live.frames.length) continue;
-      await live.changed();
+      await Promise.race([live.changed(), ended.promise]);
     }
     await out.close();
     core.stats.groupsSent++;
   } catch {
     out?.abort();
+  } finally {
+    signal.removeEventListener("abort", abandon);
   }
 }

@@ -151,6 +151,14 @@ export class GroupStreams {
     while (this.#open.size > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
   }
 
+  /** Resets every stream not ended yet (the subscription was cancelled). */
+  abort(): void {
+    for (const stream of this.#open) {
+      this.#open.settle(stream);
+      stream.send.abort();
+    }
+  }
+
   /** Stops the expiry timer (the subscription ended). */
   dispose(): void {
     if (this.#expiry !== undefined) this.#core.timers.clearTimeout(this.#expiry);

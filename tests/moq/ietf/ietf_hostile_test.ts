@@ -8,6 +8,7 @@ import {
   IetfCode,
   ietfCodec as c,
   type IetfSession,
+  LiveFrames,
   type MoqAcceptOptions,
   TrackProducer,
 } from "../../../src/moq/mod.ts";
@@ -496,6 +497,41 @@ Deno.test("ietf: draft 20: a request id reused while its subscription runs close
     await s.request(c.Msg.Subscribe, body);
     assert.equal(await closeCode(s.client), IetfCode.InvalidRequestId);
   } finally {
+    await s.stop();
+  }
+});
+
+Deno.test("ietf: an UNSUBSCRIBE while the latest group stalls mid-way is answered PUBLISH_DONE and frees its place", async () => {
+  // A publisher that stops halfway through a group (or a relay's upstream that stalls): the
+  // group stays open. A subscriber leaving must not be held until that group changes.
+  const track = new TrackProducer();
+  const live = new LiveFrames(0n);
+  live.push(new Uint8Array([1, 2, 3]));
+  track.writeGroup(0, live);
+  const s = await established({ serve: () => track });
+  try {
+    const sub = (requestId: bigint) =>
+      s.control.send(
+        c.Msg.Subscribe,
+        c.encodeSubscribe({
+          requestId,
+          path: "feed",
+          track: "t",
+          priority: 0,
+          groupOrder: 0,
+          forward: true,
+          filter: { kind: "largest-object" },
+        }, D),
+      );
+    await sub(0n);
+    assert.equal((await s.control.next()).type, c.Msg.SubscribeOk);
+    await s.control.send(c.Msg.Unsubscribe, c.encodeRequestId(0n, D));
+    const done = await s.control.next();
+    assert.equal(done.type, c.Msg.PublishDone);
+    assert.equal(c.decodePublishDone(done.body, D).requestId, 0n);
+    await until(() => track.subscribers === 0, "the served cursor to close");
+  } finally {
+    live.finish();
     await s.stop();
   }
 });
