@@ -535,3 +535,26 @@ Deno.test("ietf: an UNSUBSCRIBE while the latest group stalls mid-way is answere
     await s.stop();
   }
 });
+
+Deno.test("ietf: a group of 600,000 one-byte objects (2 MB sent, about 75 MB held) is dropped at the default limits", async () => {
+  // Each object held costs far more than its byte (its view, its place in the group), which a
+  // publisher of one-byte or empty objects turned into gigabytes held: a crash of the relay.
+  const s = await established();
+  try {
+    const p = await publishTo(s);
+    const w = (await s.client.openUni()).writable.getWriter();
+    await w.write(c.encodeSubgroupHeader(9n, 1, 0, D));
+    const one = c.encodeObject(new Uint8Array([0]), D);
+    const chunk = new Uint8Array(one.length * 10_000);
+    for (let i = 0; i < 10_000; i++) chunk.set(one, i * one.length);
+    for (let i = 0; i < 60; i++) await w.write(chunk);
+    await w.close().catch(() => {});
+    await until(() => s.moq.stats.groupsReset === 1, "the group over the limit dropped");
+    await p.send(2, new Uint8Array([7]));
+    const g = await within(p.it.next(), 5000, "the next group");
+    assert.equal(g.value?.sequence, 2, "the group over the limit never arrives");
+    assert.ok(!s.moq.isClosed, "a group over a limit is not a protocol violation");
+  } finally {
+    await s.stop();
+  }
+});
