@@ -34,6 +34,13 @@ export const MAX_STATUS_REQUESTS = 64;
 export const MAX_PUSHED_TRACKS = 1024;
 /** The most SUBSCRIBE_NAMESPACE prefixes one peer may hold. */
 export const MAX_NAMESPACE_SUBSCRIPTIONS = 64;
+/**
+ * Payload bytes of groups being sent to one peer at once, across all the
+ * subscriptions we serve it (each also holds at most `maxBytesInFlight`): a
+ * peer that never reads 1024 subscriptions to one track would otherwise pin
+ * 1024 times that.
+ */
+export const SESSION_BYTES_IN_FLIGHT = 64 << 20;
 
 /**
  * The SUBSCRIBE_ERROR codes read or sent outside the refusal table (refusal.ts): the same in
@@ -141,6 +148,10 @@ export class IetfCore {
   aliasWake: PromiseWithResolvers<void> = Promise.withResolvers<void>();
   /** Payload bytes of the groups being received now, under `maxBufferedBytes`. */
   readonly budget: ReceiveBudget;
+  /** Payload bytes of the groups being sent now, under {@linkcode SESSION_BYTES_IN_FLIGHT}. */
+  sending = 0;
+  /** Resolved (and replaced) whenever a group being sent ended, so others may start. */
+  sendRoom: PromiseWithResolvers<void> = Promise.withResolvers<void>();
   /** The subscriptions we serve the peer, by its request id. */
   readonly served = new Map<bigint, AbortController>();
   /** Draft 16: the tracks we serve the peer a subscription to (`trackKey`), one each. */
@@ -187,6 +198,13 @@ export class IetfCore {
     this.policy = options;
     this.announcer = options.announcer ?? new Announcer();
     this.url = transport.url;
+  }
+
+  /** A group of `bytes` being sent ended: its bytes no longer count. */
+  sentGroup(bytes: number): void {
+    this.sending -= bytes;
+    this.sendRoom.resolve();
+    this.sendRoom = Promise.withResolvers<void>();
   }
 
   /** True once the session ended. */

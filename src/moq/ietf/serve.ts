@@ -8,7 +8,13 @@ import { normalizePath, pathProblem } from "../../path/mod.ts";
 import { Sender } from "../sender.ts";
 import { concatBytes } from "../../wire/mod.ts";
 import { DEFAULT_BYTES_IN_FLIGHT } from "../session/mod.ts";
-import { type IetfCore, MAX_SERVED_SUBSCRIPTIONS, type ServedSub, trackKey } from "./core.ts";
+import {
+  type IetfCore,
+  MAX_SERVED_SUBSCRIPTIONS,
+  type ServedSub,
+  SESSION_BYTES_IN_FLIGHT,
+  trackKey,
+} from "./core.ts";
 import { type Refusal, refusalCode } from "./refusal.ts";
 import { frameControl, Msg } from "./control.ts";
 import * as m from "./messages.ts";
@@ -167,6 +173,10 @@ export async function feed(
   const cursor = track.cursor(from, core.options.maxGroupQueue ?? 16);
   const inflight = new Map<Promise<void>, number>();
   const maxBytes = core.options.maxBytesInFlight ?? DEFAULT_BYTES_IN_FLIGHT;
+  const stopped = new Promise<void>((resolve) => {
+    if (stopAll.aborted) resolve();
+    stopAll.addEventListener("abort", () => resolve(), { once: true });
+  });
   let inflightBytes = 0;
   let streams = 0;
   let ended = false;
@@ -181,19 +191,27 @@ export async function feed(
       if (!sub.forward || g.sequence < sub.startGroup) continue;
       if (sub.endGroup !== undefined && g.sequence > sub.endGroup) continue;
       // As over moq-lite: a slow subscriber holds at most 16 groups and 8 MiB of their payload
-      // in flight (one group always goes, however large).
+      // in flight (one group always goes, however large), and the session's subscriptions
+      // SESSION_BYTES_IN_FLIGHT between them (one group goes while none is in flight).
       const size = g.size;
       while (
         inflight.size >= GROUPS_IN_FLIGHT ||
-        (inflight.size > 0 && inflightBytes + size > maxBytes)
-      ) await Promise.race(inflight.keys());
+        (inflight.size > 0 && inflightBytes + size > maxBytes) ||
+        (core.sending > 0 && core.sending + size > SESSION_BYTES_IN_FLIGHT)
+      ) {
+        await Promise.race([...inflight.keys(), core.sendRoom.promise, stopped]);
+        if (stopAll.aborted) break;
+      }
+      if (stopAll.aborted) break;
       streams++;
       const task = sendGroup(core, s.requestId, sub.priority, g, stopAll);
       inflight.set(task, size);
       inflightBytes += size;
+      core.sending += size;
       task.finally(() => {
         inflight.delete(task);
         inflightBytes -= size;
+        core.sentGroup(size);
       });
     }
     await Promise.all(inflight.keys());
