@@ -13,7 +13,12 @@ import type { Sender } from "../sender.ts";
 import type { MoqPeer } from "../peer.ts";
 import { DEFAULT_MAX_BUFFERED, ReceiveBudget, type TrackProducer } from "../track/mod.ts";
 import type { OurFetch } from "./fetch_client.ts";
-import type { MoqAcceptOptions, SessionPolicy, Subscription } from "../session/mod.ts";
+import {
+  type MoqAcceptOptions,
+  type SessionPolicy,
+  SessionSends,
+  type Subscription,
+} from "../session/mod.ts";
 import { type ControlMessage, frameControl, Msg } from "./control.ts";
 import { encodeRequestId } from "./messages.ts";
 import { IetfCode, type IetfDraft } from "./version.ts";
@@ -34,13 +39,6 @@ export const MAX_STATUS_REQUESTS = 64;
 export const MAX_PUSHED_TRACKS = 1024;
 /** The most SUBSCRIBE_NAMESPACE prefixes one peer may hold. */
 export const MAX_NAMESPACE_SUBSCRIPTIONS = 64;
-/**
- * Payload bytes of groups being sent to one peer at once, across all the
- * subscriptions we serve it (each also holds at most `maxBytesInFlight`): a
- * peer that never reads 1024 subscriptions to one track would otherwise pin
- * 1024 times that.
- */
-export const SESSION_BYTES_IN_FLIGHT = 64 << 20;
 
 /**
  * The SUBSCRIBE_ERROR codes read or sent outside the refusal table (refusal.ts): the same in
@@ -148,10 +146,8 @@ export class IetfCore {
   aliasWake: PromiseWithResolvers<void> = Promise.withResolvers<void>();
   /** Payload bytes of the groups being received now, under `maxBufferedBytes`. */
   readonly budget: ReceiveBudget;
-  /** Payload bytes of the groups being sent now, under {@linkcode SESSION_BYTES_IN_FLIGHT}. */
-  sending = 0;
-  /** Resolved (and replaced) whenever a group being sent ended, so others may start. */
-  sendRoom: PromiseWithResolvers<void> = Promise.withResolvers<void>();
+  /** Payload bytes of the groups being sent now, across the subscriptions we serve. */
+  readonly sends: SessionSends = new SessionSends();
   /** The subscriptions we serve the peer, by its request id. */
   readonly served = new Map<bigint, AbortController>();
   /** Draft 16: the tracks we serve the peer a subscription to (`trackKey`), one each. */
@@ -198,13 +194,6 @@ export class IetfCore {
     this.policy = options;
     this.announcer = options.announcer ?? new Announcer();
     this.url = transport.url;
-  }
-
-  /** A group of `bytes` being sent ended: its bytes no longer count. */
-  sentGroup(bytes: number): void {
-    this.sending -= bytes;
-    this.sendRoom.resolve();
-    this.sendRoom = Promise.withResolvers<void>();
   }
 
   /** True once the session ended. */

@@ -8,13 +8,7 @@ import { normalizePath, pathProblem } from "../../path/mod.ts";
 import { Sender } from "../sender.ts";
 import { concatBytes } from "../../wire/mod.ts";
 import { DEFAULT_BYTES_IN_FLIGHT } from "../session/mod.ts";
-import {
-  type IetfCore,
-  MAX_SERVED_SUBSCRIPTIONS,
-  type ServedSub,
-  SESSION_BYTES_IN_FLIGHT,
-  trackKey,
-} from "./core.ts";
+import { type IetfCore, MAX_SERVED_SUBSCRIPTIONS, type ServedSub, trackKey } from "./core.ts";
 import { type Refusal, refusalCode } from "./refusal.ts";
 import { frameControl, Msg } from "./control.ts";
 import * as m from "./messages.ts";
@@ -192,14 +186,14 @@ export async function feed(
       if (sub.endGroup !== undefined && g.sequence > sub.endGroup) continue;
       // As over moq-lite: a slow subscriber holds at most 16 groups and 8 MiB of their payload
       // in flight (one group always goes, however large), and the session's subscriptions
-      // SESSION_BYTES_IN_FLIGHT between them (one group goes while none is in flight).
+      // SESSION_BYTES_IN_FLIGHT between them (SessionSends).
       const size = g.size;
       while (
         inflight.size >= GROUPS_IN_FLIGHT ||
         (inflight.size > 0 && inflightBytes + size > maxBytes) ||
-        (core.sending > 0 && core.sending + size > SESSION_BYTES_IN_FLIGHT)
+        core.sends.full(size)
       ) {
-        await Promise.race([...inflight.keys(), core.sendRoom.promise, stopped]);
+        await Promise.race([...inflight.keys(), core.sends.room(), stopped]);
         if (stopAll.aborted) break;
       }
       if (stopAll.aborted) break;
@@ -207,11 +201,11 @@ export async function feed(
       const task = sendGroup(core, s.requestId, sub.priority, g, stopAll);
       inflight.set(task, size);
       inflightBytes += size;
-      core.sending += size;
+      core.sends.took(size);
       task.finally(() => {
         inflight.delete(task);
         inflightBytes -= size;
-        core.sentGroup(size);
+        core.sends.gave(size);
       });
     }
     await Promise.all(inflight.keys());

@@ -62,6 +62,8 @@ export class GroupStreams {
   // The place of the next stream: each group sent frame by frame moves it on (see #start).
   #place = 0;
   #slotFree: (() => void) | undefined;
+  // The last #full was the session's bound: the wait ends with a stream of any subscription.
+  #heldBySession = false;
 
   /** Streams for subscription `id` of `track`. */
   constructor(
@@ -100,6 +102,7 @@ export class GroupStreams {
   // A live group's stream took more frames for writing.
   readonly #grew = (bytes: number): void => {
     this.#openBytes += bytes;
+    this.#core.sends.took(bytes);
   };
 
   #wake(): void {
@@ -111,6 +114,7 @@ export class GroupStreams {
   #sent(stream: OpenStream<GroupSend>): void {
     this.#open.remove(stream);
     this.#openBytes -= stream.send.counted;
+    this.#core.sends.gave(stream.send.counted);
     this.#wake();
     // No stream left to expire: the timer goes now, not at its deadline (an idle subscription
     // holds no timer).
@@ -181,18 +185,28 @@ export class GroupStreams {
   // the bound (a group always starts while no stream is open, however large).
   #full(group: CachedGroup): boolean {
     const open = this.#open.size;
+    this.#heldBySession = false;
     if (this.#inflight >= this.#max || open >= this.#maxOpen) return true;
+    // The session's subscriptions share a bound too (SessionSends), checked while none of its
+    // streams could end to wake this one: those of any subscription of the session do.
+    this.#heldBySession = this.#core.sends.full(group.size);
+    if (this.#heldBySession) return true;
     if (open === 0) return false;
     const size = group.size;
     if (this.#openBytes + size > this.#maxBytes) return true;
     // Frames a live group's send has not taken yet (its write blocked) are held too: counted
     // now, only when the group would otherwise start (a few open streams to look at, 64 at most).
-    for (const stream of this.#open) this.#openBytes += stream.send.holdArrived();
+    let more = 0;
+    for (const stream of this.#open) more += stream.send.holdArrived();
+    this.#openBytes += more;
+    this.#core.sends.took(more);
     return this.#openBytes + size > this.#maxBytes;
   }
 
+  // A stream of this subscription ended, or (when the session's bound held it) one of another.
   #slot(): Promise<void> {
-    return new Promise<void>((resolve) => (this.#slotFree = resolve));
+    const own = new Promise<void>((resolve) => (this.#slotFree = resolve));
+    return this.#heldBySession ? Promise.race([own, this.#core.sends.room()]) : own;
   }
 
   // A group sent frame by frame moves the place on, so the next group's stream outranks its
@@ -210,6 +224,7 @@ export class GroupStreams {
     const send = new GroupSend(this.#core, this.#id, group, (n) => this.#track.sent(group, n));
     send.counted = group.size;
     this.#openBytes += send.counted;
+    this.#core.sends.took(send.counted);
     const core = this.#core;
     let place: number;
     if (this.delivery.ordered) {

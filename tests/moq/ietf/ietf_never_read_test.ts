@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { acceptIetf, IETF_VERSION, ietfCodec as c, TrackProducer } from "../../../src/moq/mod.ts";
-import { SESSION_BYTES_IN_FLIGHT } from "../../../src/moq/ietf/core.ts";
+import { SESSION_BYTES_IN_FLIGHT } from "../../../src/moq/session/mod.ts";
 import { StreamReader } from "../../../src/wire/mod.ts";
 import { quicPair } from "../../support/quic_pair.ts";
 import { within } from "../../support/wait.ts";

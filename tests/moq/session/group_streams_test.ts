@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { GroupStreams } from "../../../src/moq/session/group_streams.ts";
+import { SessionSends } from "../../../src/moq/session/session_sends.ts";
 import type { SessionCore } from "../../../src/moq/session/core.ts";
 import { CachedGroup, LiveFrames } from "../../../src/moq/track/mod.ts";
 import { MoqStats } from "../../../src/moq/stats.ts";
@@ -45,6 +46,7 @@ function stalledCore(
     timers: systemTimers,
     isClosed: false,
     orderedPlace: 0,
+    sends: new SessionSends(),
     log: () => {},
   } as unknown as SessionCore;
   return { core, opened: () => opened, written: () => written, orders };
