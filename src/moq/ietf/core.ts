@@ -147,7 +147,7 @@ export class IetfCore {
   /** Payload bytes of the groups being received now, under `maxBufferedBytes`. */
   readonly budget: ReceiveBudget;
   /** Payload bytes of the groups being sent now, across the subscriptions we serve. */
-  readonly sends: SessionSends = new SessionSends();
+  readonly sends: SessionSends = new SessionSends(() => this.policy.maxSessionBytesInFlight);
   /** The subscriptions we serve the peer, by its request id. */
   readonly served = new Map<bigint, AbortController>();
   /** Draft 16: the tracks we serve the peer a subscription to (`trackKey`), one each. */

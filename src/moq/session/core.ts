@@ -62,7 +62,7 @@ export class SessionCore {
   /** Bytes of partially received groups held, under `maxBufferedBytes`. */
   readonly budget: ReceiveBudget;
   /** Payload bytes of the groups being sent now, across the subscriptions we serve. */
-  readonly sends: SessionSends = new SessionSends();
+  readonly sends: SessionSends = new SessionSends(() => this.policy.maxSessionBytesInFlight);
   /** How we closed the session, when we did. */
   closeInfo: SessionCloseInfo | undefined;
   // Made at the first log line: most sessions never log.

@@ -12,12 +12,16 @@ export const SESSION_BYTES_IN_FLIGHT = 64 << 20;
 
 /** A session's group bytes in flight, and a wake for subscriptions waiting for room. */
 export class SessionSends {
-  readonly #limit: number;
+  readonly #limit: () => number | undefined;
   #bytes = 0;
   #room: PromiseWithResolvers<void> | undefined;
 
-  /** Room for `limit` payload bytes at once. */
-  constructor(limit: number = SESSION_BYTES_IN_FLIGHT) {
+  /**
+   * Room for `limit()` payload bytes at once (asked each time: a session's
+   * admission may change it), {@linkcode SESSION_BYTES_IN_FLIGHT} when it
+   * says undefined.
+   */
+  constructor(limit: () => number | undefined = () => undefined) {
     this.#limit = limit;
   }
 
@@ -28,7 +32,7 @@ export class SessionSends {
 
   /** True when a group of `size` bytes must wait (one always goes while none is in flight). */
   full(size: number): boolean {
-    return this.#bytes > 0 && this.#bytes + size > this.#limit;
+    return this.#bytes > 0 && this.#bytes + size > (this.#limit() ?? SESSION_BYTES_IN_FLIGHT);
   }
 
   /** Counts `bytes` more in flight. */
