@@ -13,7 +13,12 @@ import type { Sender } from "../sender.ts";
 import type { MoqPeer } from "../peer.ts";
 import { DEFAULT_MAX_BUFFERED, ReceiveBudget, type TrackProducer } from "../track/mod.ts";
 import type { OurFetch } from "./fetch_client.ts";
-import type { MoqAcceptOptions, SessionPolicy, Subscription } from "../session/mod.ts";
+import {
+  type MoqAcceptOptions,
+  type SessionPolicy,
+  SessionSends,
+  type Subscription,
+} from "../session/mod.ts";
 import { type ControlMessage, frameControl, Msg } from "./control.ts";
 import { encodeRequestId } from "./messages.ts";
 import { IetfCode, type IetfDraft } from "./version.ts";
@@ -141,6 +146,8 @@ export class IetfCore {
   aliasWake: PromiseWithResolvers<void> = Promise.withResolvers<void>();
   /** Payload bytes of the groups being received now, under `maxBufferedBytes`. */
   readonly budget: ReceiveBudget;
+  /** Payload bytes of the groups being sent now, across the subscriptions we serve. */
+  readonly sends: SessionSends = new SessionSends(() => this.policy.maxSessionBytesInFlight);
   /** The subscriptions we serve the peer, by its request id. */
   readonly served = new Map<bigint, AbortController>();
   /** Draft 16: the tracks we serve the peer a subscription to (`trackKey`), one each. */

@@ -11,7 +11,7 @@ import { DecodeError, StreamReader } from "../../wire/mod.ts";
 import { normalizePath } from "../../path/mod.ts";
 import { MoqError } from "../errors.ts";
 import { Sender } from "../sender.ts";
-import { DEFAULT_MAX_FRAME, DEFAULT_MAX_GROUP } from "../track/mod.ts";
+import { DEFAULT_MAX_FRAME, DEFAULT_MAX_GROUP, FRAME_COST } from "../track/mod.ts";
 import type { FetchOptions, ReceivedGroup } from "../session/mod.ts";
 import { type ControlMessage, frameControl, Msg, readControl } from "./control.ts";
 import type { IetfCore } from "./core.ts";
@@ -136,7 +136,8 @@ async function readGroup(
           `FETCH of group ${group} sent ${o.at.group}.${o.at.object}`,
         );
       }
-      bytes += o.payload.length;
+      // An object counts FRAME_COST besides its payload, which is what holding it costs.
+      bytes += o.payload.length + FRAME_COST;
       frames.push(o.payload);
     }
   } catch (err) {

@@ -12,6 +12,7 @@ import {
   type BudgetHolder,
   DEFAULT_MAX_FRAME,
   DEFAULT_MAX_GROUP,
+  FRAME_COST,
   LiveFrames,
 } from "../track/mod.ts";
 import { type ReceivedGroup, type SubscribeOptions, Subscription } from "../session/mod.ts";
@@ -280,11 +281,13 @@ async function readGroup(
   for (;;) {
     // Past the frame and group limits an object is refused; it waits for room in the
     // session's budget, which every group being received shares.
+    // An object counts FRAME_COST besides its payload, which is what holding it costs.
     const admit = async (length: number): Promise<void> => {
-      if (length > maxFrame || held.held + length > maxGroup) {
+      const cost = length + FRAME_COST;
+      if (length > maxFrame || held.held + cost > maxGroup) {
         throw new DecodeError("too_large", `Cannot read object of ${length} bytes: over the limit`);
       }
-      await core.budget.take(length, held);
+      await core.budget.take(cost, held);
     };
     const o = await readObject(r, header, previous, admit, core.draft);
     if (!o) break;

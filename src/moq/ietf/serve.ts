@@ -167,6 +167,10 @@ export async function feed(
   const cursor = track.cursor(from, core.options.maxGroupQueue ?? 16);
   const inflight = new Map<Promise<void>, number>();
   const maxBytes = core.options.maxBytesInFlight ?? DEFAULT_BYTES_IN_FLIGHT;
+  const stopped = new Promise<void>((resolve) => {
+    if (stopAll.aborted) resolve();
+    stopAll.addEventListener("abort", () => resolve(), { once: true });
+  });
   let inflightBytes = 0;
   let streams = 0;
   let ended = false;
@@ -181,19 +185,27 @@ export async function feed(
       if (!sub.forward || g.sequence < sub.startGroup) continue;
       if (sub.endGroup !== undefined && g.sequence > sub.endGroup) continue;
       // As over moq-lite: a slow subscriber holds at most 16 groups and 8 MiB of their payload
-      // in flight (one group always goes, however large).
+      // in flight (one group always goes, however large), and the session's subscriptions
+      // SESSION_BYTES_IN_FLIGHT between them (SessionSends).
       const size = g.size;
       while (
         inflight.size >= GROUPS_IN_FLIGHT ||
-        (inflight.size > 0 && inflightBytes + size > maxBytes)
-      ) await Promise.race(inflight.keys());
+        (inflight.size > 0 && inflightBytes + size > maxBytes) ||
+        core.sends.full(size)
+      ) {
+        await Promise.race([...inflight.keys(), core.sends.room(), stopped]);
+        if (stopAll.aborted) break;
+      }
+      if (stopAll.aborted) break;
       streams++;
       const task = sendGroup(core, s.requestId, sub.priority, g, stopAll);
       inflight.set(task, size);
       inflightBytes += size;
+      core.sends.took(size);
       task.finally(() => {
         inflight.delete(task);
         inflightBytes -= size;
+        core.sends.gave(size);
       });
     }
     await Promise.all(inflight.keys());
@@ -273,9 +285,20 @@ async function sendGroup(
   signal: AbortSignal,
 ): Promise<void> {
   let out: Sender | undefined;
+  // The subscription ended (UNSUBSCRIBE, its stream's end, the session's): the stream is reset
+  // at once, not after a write the subscriber never reads or a frame a stalled publisher never
+  // sends; until then the subscription holds its place, its cursor and the upstream track.
+  const ended = Promise.withResolvers<void>();
+  const abandon = (): void => {
+    out?.abort(new Error("unsubscribed"));
+    ended.resolve();
+  };
+  signal.addEventListener("abort", abandon, { once: true });
   try {
+    if (signal.aborted) return;
     const stream = await core.transport.openUni({ sendOrder: g.sequence });
     out = new Sender(stream.writable, core.stats);
+    if (signal.aborted) return abandon();
     // Draft 17 on, each object carries the group's timestamp (the track declared its timescale).
     const stamp = core.draft >= 17 ? g.exactTimestamp : undefined;
     const header = encodeSubgroupHeader(
@@ -308,11 +331,13 @@ async function sendGroup(
         return;
       }
       if (i < live.frames.length) continue;
-      await live.changed();
+      await Promise.race([live.changed(), ended.promise]);
     }
     await out.close();
     core.stats.groupsSent++;
   } catch {
     out?.abort();
+  } finally {
+    signal.removeEventListener("abort", abandon);
   }
 }

@@ -9,7 +9,7 @@ import {
   encodeAnnounceRequest,
   MAX_CONTROL_MESSAGE,
 } from "../codec/mod.ts";
-import { joinPath, normalizePath, prefixCovers } from "../../path/mod.ts";
+import { joinPath, MAX_PATH_BYTES, normalizePath, prefixCovers } from "../../path/mod.ts";
 import { wirePrefix } from "../wire_path.ts";
 import { loopsThrough } from "../hops.ts";
 import type { SessionCore } from "./core.ts";
@@ -78,6 +78,16 @@ async function runAnnounced(
         if (active.has(path) && core.version === "moq-lite-04") {
           throw new DecodeError("invalid", `Duplicate active announcement "${path}"`);
         }
+        // The wire allows 4096 bytes a suffix; no path longer than every other part takes is
+        // remembered (65,536 of 4 KiB held 326 MiB of a session's heap).
+        if (utf8Length(path) > MAX_PATH_BYTES) {
+          core.stats.announcementsRefused++;
+          core.log(
+            "announce-long",
+            `refusing the peer's announcement of a path over ${MAX_PATH_BYTES} bytes`,
+          );
+          continue;
+        }
         if (core.policy.acceptAnnounce && !core.policy.acceptAnnounce(path, core.session)) {
           core.stats.announcementsRefused++;
           core.log("announce-refused", `refusing the peer's announcement "${path}"`);
@@ -107,4 +117,11 @@ async function runAnnounced(
     for (const path of active.keys()) queue.push({ path, active: false, hops: [] });
     queue.end();
   }
+}
+
+const encoder = new TextEncoder();
+
+// A path's length in UTF-8 bytes (a string of at most a third of the bound needs no encoding).
+function utf8Length(path: string): number {
+  return path.length * 3 <= MAX_PATH_BYTES ? path.length : encoder.encode(path).length;
 }

@@ -5,6 +5,7 @@
  * that stream, is logged once per kind, and never escapes into the session
  * or the process.
  */
+import { SessionSends } from "./session_sends.ts";
 import { errorText } from "../../error_text/mod.ts";
 import { systemTimers, type Timers } from "../../timers/mod.ts";
 import type { RecvStream, Session, SessionCloseInfo } from "../../transport/mod.ts";
@@ -72,6 +73,8 @@ export class SessionCore {
   setupSeen = false;
   /** Bytes of partially received groups held, under `maxBufferedBytes`. */
   readonly budget: ReceiveBudget;
+  /** Payload bytes of the groups being sent now, across the subscriptions we serve. */
+  readonly sends: SessionSends = new SessionSends(() => this.policy.maxSessionBytesInFlight);
   /** How we closed the session, when we did. */
   closeInfo: SessionCloseInfo | undefined;
   // Made at the first log line: most sessions never log.

@@ -69,6 +69,8 @@ export class GroupStreams implements OrderedStreams {
   #place: number;
   #base = 0;
   #slotFree: (() => void) | undefined;
+  // The last #full was the session's bound: the wait ends with a stream of any subscription.
+  #heldBySession = false;
 
   /**
    * Streams for subscription `id` of `track`; the first newest-first stream
@@ -112,6 +114,7 @@ export class GroupStreams implements OrderedStreams {
   // A live group's stream took more frames for writing.
   readonly #grew = (bytes: number): void => {
     this.#openBytes += bytes;
+    this.#core.sends.took(bytes);
   };
 
   #wake(): void {
@@ -124,6 +127,7 @@ export class GroupStreams implements OrderedStreams {
     this.#open.remove(stream);
     this.#openBytes -= stream.send.counted;
     if (this.#open.size === 0) this.#core.orderedOpen.delete(this);
+    this.#core.sends.gave(stream.send.counted);
     this.#wake();
     // No stream left to expire: the timer goes now, not at its deadline (an idle subscription
     // holds no timer).
@@ -174,6 +178,14 @@ export class GroupStreams implements OrderedStreams {
     while (this.#open.size > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
   }
 
+  /** Resets every stream not ended yet (the subscription was cancelled). */
+  abort(): void {
+    for (const stream of this.#open) {
+      this.#open.settle(stream);
+      stream.send.abort();
+    }
+  }
+
   /** Stops the expiry timer (the subscription ended). */
   dispose(): void {
     if (this.#expiry !== undefined) this.#core.timers.clearTimeout(this.#expiry);
@@ -196,18 +208,28 @@ export class GroupStreams implements OrderedStreams {
   // the bound (a group always starts while no stream is open, however large).
   #full(group: CachedGroup): boolean {
     const open = this.#open.size;
+    this.#heldBySession = false;
     if (this.#inflight >= this.#max || open >= this.#maxOpen) return true;
+    // The session's subscriptions share a bound too (SessionSends), checked while none of its
+    // streams could end to wake this one: those of any subscription of the session do.
+    this.#heldBySession = this.#core.sends.full(group.size);
+    if (this.#heldBySession) return true;
     if (open === 0) return false;
     const size = group.size;
     if (this.#openBytes + size > this.#maxBytes) return true;
     // Frames a live group's send has not taken yet (its write blocked) are held too: counted
     // now, only when the group would otherwise start (a few open streams to look at, 64 at most).
-    for (const stream of this.#open) this.#openBytes += stream.send.holdArrived();
+    let more = 0;
+    for (const stream of this.#open) more += stream.send.holdArrived();
+    this.#openBytes += more;
+    this.#core.sends.took(more);
     return this.#openBytes + size > this.#maxBytes;
   }
 
+  // A stream of this subscription ended, or (when the session's bound held it) one of another.
   #slot(): Promise<void> {
-    return new Promise<void>((resolve) => (this.#slotFree = resolve));
+    const own = new Promise<void>((resolve) => (this.#slotFree = resolve));
+    return this.#heldBySession ? Promise.race([own, this.#core.sends.room()]) : own;
   }
 
   // A group sent frame by frame moves the place on, so the next group's stream outranks its
@@ -225,6 +247,7 @@ export class GroupStreams implements OrderedStreams {
     const send = new GroupSend(this.#core, this.#id, group, (n) => this.#track.sent(group, n));
     send.counted = group.size;
     this.#openBytes += send.counted;
+    this.#core.sends.took(send.counted);
     const core = this.#core;
     let place: number;
     if (this.delivery.ordered) {

@@ -24,3 +24,4 @@ export type {
   SubscribeOptions,
 } from "./types.ts";
 export { DEFAULT_BYTES_IN_FLIGHT } from "./group_streams.ts";
+export { SESSION_BYTES_IN_FLIGHT, SessionSends } from "./session_sends.ts";

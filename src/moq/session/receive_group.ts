@@ -5,6 +5,7 @@ import {
   type BudgetHolder,
   DEFAULT_MAX_FRAME,
   DEFAULT_MAX_GROUP,
+  FRAME_COST,
   LiveFrames,
 } from "../track/mod.ts";
 import type { SessionCore } from "./core.ts";
@@ -142,11 +143,13 @@ export class GroupReading implements BudgetHolder {
 
   // Checks a frame's size against the frame and group limits, and waits for room for it in
   // the session's budget (shared by every group being received).
+  // A frame counts FRAME_COST besides its payload, which is what holding it costs.
   async #admit(size: number): Promise<number> {
-    if (size > this.#maxFrame || this.held + size > this.#maxGroup) {
+    const cost = size + FRAME_COST;
+    if (size > this.#maxFrame || this.held + cost > this.#maxGroup) {
       throw new DecodeError("too_large", `Cannot read frame of ${size} bytes: over the limit`);
     }
-    await this.#core.budget.take(size, this);
+    await this.#core.budget.take(cost, this);
     return size;
   }
 

@@ -136,6 +136,10 @@ class ServedSubscription {
 
   async #finish(finished: boolean): Promise<void> {
     if (this.#tail && !this.#halted) await this.#repeatTail();
+    // Stopped (the subscriber left, or the session ended): its streams are reset now, not
+    // drained, since a live group a stalled publisher never finishes, or a write the subscriber
+    // never reads, would hold the subscription, its cursor and a relay's upstream track.
+    if (this.#halted) this.#streams.abort();
     await this.#streams.drained();
     if (finished && this.#v05) await this.#writeEnd();
   }

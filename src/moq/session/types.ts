@@ -48,6 +48,13 @@ export interface SessionPolicy {
    * able to repair a lost one (FETCH). Default: none.
    */
   readonly datagrams?: (path: string, track: string, session: MoqPeer) => boolean;
+  /**
+   * Payload bytes of groups the session sends at once across all the
+   * subscriptions it serves (default `SESSION_BYTES_IN_FLIGHT`, 64 MiB;
+   * `Infinity`: no bound beyond each subscription's). A relay lifts it for
+   * its peers, whose one session carries every track between two relays.
+   */
+  readonly maxSessionBytesInFlight?: number;
 }
 
 /**

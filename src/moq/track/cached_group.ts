@@ -1,5 +1,6 @@
 import { encodeFrames, encodeGroupStreamHeader, type Version } from "../codec/mod.ts";
 import { LiveFrames } from "./live_frames.ts";
+import { FRAME_COST } from "./receive_budget.ts";
 
 /**
  * A group's frames, a function that makes them the first time they are read,
@@ -117,12 +118,14 @@ export class CachedGroup {
   }
 
   /**
-   * The payload bytes a cache budget counts: the estimate given for frames
-   * not made yet, else {@linkcode size}.
+   * The bytes a cache budget counts: the estimate given for frames not made
+   * yet, else {@linkcode size} and `FRAME_COST` for each frame past the
+   * first (what holding a frame costs whatever its size: a group of a
+   * million one-byte frames holds about 128 MB, not 1 MB).
    */
   get cost(): number {
     if (typeof this.#frames === "function" && this.#estimate !== undefined) return this.#estimate;
-    return this.size;
+    return this.size + Math.max(0, this.frames.length - 1) * FRAME_COST;
   }
 
   /**

@@ -274,7 +274,7 @@ class RingBytes {
 
   get total(): number {
     let total = this.#complete;
-    for (const g of this.#open) total += g.size;
+    for (const g of this.#open) total += g.cost;
     return total;
   }
 

@@ -12,6 +12,7 @@ export {
   DEFAULT_MAX_BUFFERED,
   DEFAULT_MAX_FRAME,
   DEFAULT_MAX_GROUP,
+  FRAME_COST,
   ReceiveBudget,
 } from "./receive_budget.ts";
 export { LiveFrames, type LiveState } from "./live_frames.ts";

@@ -50,6 +50,9 @@ export function relaySessionPolicy(c: RelayMoqContext, a: Admission): SessionPol
   const m = c.metrics;
   const datagramTracks = c.datagramTracks;
   return {
+    // A peer's one session carries every track between two relays: only each subscription's
+    // bound holds it (a client's session holds the default across its subscriptions).
+    ...(a.peer ? { maxSessionBytesInFlight: Infinity } : {}),
     announceFilter: (path) => allowed(a, "subscribe", path),
     acceptAnnounce: (path) => {
       if (allowed(a, "publish", path)) return true;

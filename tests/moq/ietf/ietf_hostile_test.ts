@@ -8,6 +8,7 @@ import {
   IetfCode,
   ietfCodec as c,
   type IetfSession,
+  LiveFrames,
   type MoqAcceptOptions,
   TrackProducer,
 } from "../../../src/moq/mod.ts";
@@ -495,6 +496,64 @@ Deno.test("ietf: draft 20: a request id reused while its subscription runs close
     assert.equal((await first.next())?.type, c.Msg.SubscribeOk);
     await s.request(c.Msg.Subscribe, body);
     assert.equal(await closeCode(s.client), IetfCode.InvalidRequestId);
+  } finally {
+    await s.stop();
+  }
+});
+
+Deno.test("ietf: an UNSUBSCRIBE while the latest group stalls mid-way is answered PUBLISH_DONE and frees its place", async () => {
+  // A publisher that stops halfway through a group (or a relay's upstream that stalls): the
+  // group stays open. A subscriber leaving must not be held until that group changes.
+  const track = new TrackProducer();
+  const live = new LiveFrames(0n);
+  live.push(new Uint8Array([1, 2, 3]));
+  track.writeGroup(0, live);
+  const s = await established({ serve: () => track });
+  try {
+    const sub = (requestId: bigint) =>
+      s.control.send(
+        c.Msg.Subscribe,
+        c.encodeSubscribe({
+          requestId,
+          path: "feed",
+          track: "t",
+          priority: 0,
+          groupOrder: 0,
+          forward: true,
+          filter: { kind: "largest-object" },
+        }, D),
+      );
+    await sub(0n);
+    assert.equal((await s.control.next()).type, c.Msg.SubscribeOk);
+    await s.control.send(c.Msg.Unsubscribe, c.encodeRequestId(0n, D));
+    const done = await s.control.next();
+    assert.equal(done.type, c.Msg.PublishDone);
+    assert.equal(c.decodePublishDone(done.body, D).requestId, 0n);
+    await until(() => track.subscribers === 0, "the served cursor to close");
+  } finally {
+    live.finish();
+    await s.stop();
+  }
+});
+
+Deno.test("ietf: a group of 600,000 one-byte objects (2 MB sent, about 75 MB held) is dropped at the default limits", async () => {
+  // Each object held costs far more than its byte (its view, its place in the group), which a
+  // publisher of one-byte or empty objects turned into gigabytes held: a crash of the relay.
+  const s = await established();
+  try {
+    const p = await publishTo(s);
+    const w = (await s.client.openUni()).writable.getWriter();
+    await w.write(c.encodeSubgroupHeader(9n, 1, 0, D));
+    const one = c.encodeObject(new Uint8Array([0]), D);
+    const chunk = new Uint8Array(one.length * 10_000);
+    for (let i = 0; i < 10_000; i++) chunk.set(one, i * one.length);
+    for (let i = 0; i < 60; i++) await w.write(chunk);
+    await w.close().catch(() => {});
+    await until(() => s.moq.stats.groupsReset === 1, "the group over the limit dropped");
+    await p.send(2, new Uint8Array([7]));
+    const g = await within(p.it.next(), 5000, "the next group");
+    assert.equal(g.value?.sequence, 2, "the group over the limit never arrives");
+    assert.ok(!s.moq.isClosed, "a group over a limit is not a protocol violation");
   } finally {
     await s.stop();
   }

@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { GroupStreams } from "../../../src/moq/session/group_streams.ts";
 import { RANKS, sendOrder } from "../../../src/moq/session/send_order.ts";
+import { SessionSends } from "../../../src/moq/session/session_sends.ts";
 import type { SessionCore } from "../../../src/moq/session/core.ts";
 import { CachedGroup, LiveFrames } from "../../../src/moq/track/mod.ts";
 import { MoqStats } from "../../../src/moq/stats.ts";
@@ -59,6 +60,7 @@ function stalledCore(
     orderedPlace,
     orderedBase: 0,
     orderedOpen: new Set(),
+    sends: new SessionSends(),
     log: () => {},
   } as unknown as SessionCore;
   return { core, opened: () => opened, written: () => written, orders, current };

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { accept, connect, TrackProducer } from "../../../src/moq/mod.ts";
 import type { Session } from "../../../src/transport/mod.ts";
 import { quicPair } from "../../support/quic_pair.ts";
+import { until } from "../../support/wait.ts";
 
 const b = (...xs: number[]) => new Uint8Array(xs);
 
@@ -149,6 +150,40 @@ Deno.test("moq-lite-04: an oversized frame ends that group only; the subscriptio
     await new Promise((r) => setTimeout(r, 10));
   }
   assert.equal(moq.stats.protocolErrors, 1);
+  assert.equal(moq.isClosed, false);
+  await it.return?.();
+  reader.releaseLock();
+  await w.close().catch(() => {});
+  await pair.stop();
+});
+
+Deno.test("moq-lite-04: a group of 600,000 one-byte frames (1.2 MB sent, about 75 MB held) is dropped at the default limits", async () => {
+  // Each frame held costs far more than its byte (its view, its place in the group), which a
+  // publisher of one-byte or empty frames turned into gigabytes held: a crash of the relay.
+  const pair = await quicPair("moq-lite-04");
+  const moq = await accept(pair.server, { log: () => {} });
+  const sub = moq.subscribe("feed", "t");
+  const stream = (await pair.client.acceptBidi())!;
+  const reader = stream.readable.getReader();
+  await reader.read();
+  const w = stream.writable.getWriter();
+  await w.write(b(0x00, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00));
+  await sub.ready;
+  const group = (await pair.client.openUni()).writable.getWriter();
+  await group.write(b(0x00, 0x02, 0x00, 0x01));
+  const chunk = new Uint8Array(20_000);
+  for (let i = 0; i < chunk.length; i += 2) chunk[i] = 1; // frame size 1, its byte 0
+  for (let i = 0; i < 60; i++) await group.write(chunk);
+  await group.close().catch(() => {});
+  await until(
+    () => moq.stats.groupsReceived + moq.stats.protocolErrors > 0,
+    "the group taken or refused",
+  );
+  assert.equal(moq.stats.groupsReceived, 0, "the group over the limit never arrives");
+  await sendUni(pair.client, b(0x00, 0x02, 0x00, 0x02, 0x02, 0x68, 0x69));
+  const it = sub[Symbol.asyncIterator]();
+  const g = await it.next();
+  assert.equal(g.value?.sequence, 2, "the next group arrives");
   assert.equal(moq.isClosed, false);
   await it.return?.();
   reader.releaseLock();

@@ -15,7 +15,7 @@ import {
   TrackProducer,
 } from "../../../src/moq/mod.ts";
 import { encodeGroupStreamHeader } from "../../../src/moq/codec/mod.ts";
-import { STALL_MS } from "../../../src/moq/track/receive_budget.ts";
+import { FRAME_COST, STALL_MS } from "../../../src/moq/track/receive_budget.ts";
 import { Encoder } from "../../../src/wire/mod.ts";
 import { ManualClock } from "../../support/manual_clock.ts";
 import { quicPair } from "../../support/quic_pair.ts";
@@ -23,6 +23,8 @@ import type { Session } from "../../../src/transport/mod.ts";
 import { until, within } from "../../support/wait.ts";
 
 const FRAME = new Uint8Array(400);
+// Room for two FRAMEs and a bit, not three: each frame counts FRAME_COST besides its payload.
+const BUDGET = 1000 + 4 * FRAME_COST;
 
 interface Pair {
   publisher: MoqSession;
@@ -88,9 +90,10 @@ Deno.test("cut-through: a group over the group budget is reset; the subscription
 
 Deno.test("cut-through: a group past the session's budget waits for room and then arrives whole", async () => {
   const producer = new TrackProducer();
-  // A 1000-byte budget (rather than 128 MiB of frames) shows the wait; the default is
-  // exercised by tests/funnel/live/track_cache_bytes_test.ts with 21 MiB frames.
-  const p = await pair(producer, { maxBufferedBytes: 1000 });
+  // A budget of 1000 payload bytes and four frames (rather than 128 MiB of frames) shows the
+  // wait; the default is exercised by tests/funnel/live/track_cache_bytes_test.ts with 21 MiB
+  // frames.
+  const p = await pair(producer, { maxBufferedBytes: BUDGET });
   try {
     const it = p.subscriber.subscribe("feed", "t", { partial: true })[Symbol.asyncIterator]();
     producer.writeGroup(1, new Uint8Array(1));
@@ -126,8 +129,8 @@ Deno.test("cut-through: a group past the session's budget waits for room and the
 
 Deno.test("cut-through: groups that all wait for each other's room: the newest is reset, the rest go on", async () => {
   const producer = new TrackProducer();
-  // A 1000-byte budget: see the test above.
-  const p = await pair(producer, { maxBufferedBytes: 1000 });
+  // A small budget: see the test above.
+  const p = await pair(producer, { maxBufferedBytes: BUDGET });
   try {
     const it = p.subscriber.subscribe("feed", "t", { partial: true })[Symbol.asyncIterator]();
     producer.writeGroup(1, new Uint8Array(1));

@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { GroupRing, MAX_BURST_GROUPS } from "../../../src/moq/track/group_ring.ts";
 import { LiveFrames } from "../../../src/moq/track/live_frames.ts";
+import { FRAME_COST } from "../../../src/moq/track/receive_budget.ts";
 import { TrackProducer } from "../../../src/moq/track/track_producer.ts";
 
 const bytes = (n: number) => new Uint8Array(n);
@@ -102,4 +103,18 @@ Deno.test("a byte budget counts a lazily made group by its estimate, without mak
   ring.append(3, new Uint8Array(500), 0n, 0);
   assert.equal(ring.length, 1);
   assert.equal(ring.bytes, 500);
+});
+
+Deno.test("a byte budget counts each frame past a group's first at FRAME_COST besides its payload", () => {
+  // A group of 100,000 one-byte frames holds about 13 MB of heap, not 100 KB: counted as its
+  // payload alone, a track's 32 MiB let a publisher of tiny frames make the cache hold gigabytes.
+  const ring = new GroupRing(32, 0, () => 0, { maxBytes: 32 << 20 });
+  const tiny = () => Array.from({ length: 100_000 }, () => new Uint8Array(1));
+  for (let i = 0; i < 32; i++) ring.append(i, tiny(), 0n, 0);
+  assert.ok(ring.bytes <= 32 << 20, `${ring.bytes} bytes counted`);
+  assert.equal(ring.length, Math.floor((32 << 20) / (100_000 + 99_999 * FRAME_COST)));
+  // A group of one frame counts its payload alone, as before.
+  const single = new GroupRing(8, 0, () => 0, { maxBytes: 1000 });
+  single.append(1, new Uint8Array(600), 0n, 0);
+  assert.equal(single.bytes, 600);
 });
