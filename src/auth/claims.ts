@@ -1,3 +1,4 @@
+import { ClaimsError } from "./errors.ts";
 import { parsePathAuth, parseScope, type PathAuth, pathAuthScopes, type Scope } from "./scope.ts";
 
 /** Longest credential lifetime (`exp - iat`) accepted, in seconds. */
@@ -33,52 +34,54 @@ function audiences(value: unknown): string[] {
     !Array.isArray(list) || list.length === 0 ||
     !list.every((a) => typeof a === "string" && a !== "")
   ) {
-    throw new TypeError('Claim "aud" is neither a non-empty string nor an array of them');
+    throw new ClaimsError('Claim "aud" is neither a non-empty string nor an array of them');
   }
   return list as string[];
 }
 
 function seconds(value: unknown, name: string): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
-    throw new TypeError(`Claim "${name}" is not a non-negative integer number of seconds`);
+    throw new ClaimsError(`Claim "${name}" is not a non-negative integer number of seconds`);
   }
   return value;
 }
 
 /**
- * Reads a credential's claims from untrusted JSON; throws TypeError naming
+ * Reads a credential's claims from untrusted JSON; throws `ClaimsError` naming
  * the first thing wrong. Unknown claims, both or neither of `scopes` and
  * `path_auth`, a malformed scope, or a lifetime over one hour refuse the
  * whole credential. Time against a clock is checked elsewhere.
  */
 export function parseClaims(payload: unknown): CredentialClaims {
   if (typeof payload !== "object" || payload === null || Array.isArray(payload)) {
-    throw new TypeError("Claims are not a JSON object");
+    throw new ClaimsError("Claims are not a JSON object");
   }
   const claims = payload as Record<string, unknown>;
   for (const key of Object.keys(claims)) {
-    if (!KNOWN.includes(key)) throw new TypeError(`Unknown claim "${key}"`);
+    if (!KNOWN.includes(key)) throw new ClaimsError(`Unknown claim "${key}"`);
   }
   const iat = seconds(claims.iat, "iat");
   const nbf = seconds(claims.nbf, "nbf");
   const exp = seconds(claims.exp, "exp");
-  if (exp <= iat) throw new TypeError(`Claim "exp" (${exp}) is not after "iat" (${iat})`);
+  if (exp <= iat) throw new ClaimsError(`Claim "exp" (${exp}) is not after "iat" (${iat})`);
   if (exp - iat > MAX_LIFETIME_SECONDS) {
-    throw new TypeError(
+    throw new ClaimsError(
       `Credential lifetime ${exp - iat} s is over the ${MAX_LIFETIME_SECONDS} s maximum`,
     );
   }
-  if (nbf >= exp) throw new TypeError(`Claim "nbf" (${nbf}) is not before "exp" (${exp})`);
+  if (nbf >= exp) throw new ClaimsError(`Claim "nbf" (${nbf}) is not before "exp" (${exp})`);
   const hasScopes = claims.scopes !== undefined;
   const hasPathAuth = claims.path_auth !== undefined;
   if (hasScopes && hasPathAuth) {
-    throw new TypeError('Claims "scopes" and "path_auth" are both present; use one');
+    throw new ClaimsError('Claims "scopes" and "path_auth" are both present; use one');
   }
-  if (!hasScopes && !hasPathAuth) throw new TypeError('Claim "scopes" (or "path_auth") is missing');
+  if (!hasScopes && !hasPathAuth) {
+    throw new ClaimsError('Claim "scopes" (or "path_auth") is missing');
+  }
   let scopes: Scope[];
   let pathAuth: PathAuth | undefined;
   if (hasScopes) {
-    if (!Array.isArray(claims.scopes)) throw new TypeError('Claim "scopes" is not an array');
+    if (!Array.isArray(claims.scopes)) throw new ClaimsError('Claim "scopes" is not an array');
     scopes = claims.scopes.map((scope, index) => parseScope(scope, `scopes[${index}]`));
   } else {
     pathAuth = parsePathAuth(claims.path_auth);
@@ -98,18 +101,18 @@ export function parseClaims(payload: unknown): CredentialClaims {
   if (claims.aud !== undefined) result.aud = audiences(claims.aud);
   if (claims.iss !== undefined) {
     if (typeof claims.iss !== "string" || claims.iss === "") {
-      throw new TypeError('Claim "iss" is not a non-empty string');
+      throw new ClaimsError('Claim "iss" is not a non-empty string');
     }
     result.iss = claims.iss;
   }
   if (claims.sub !== undefined) {
     if (typeof claims.sub !== "string" || claims.sub === "") {
-      throw new TypeError('Claim "sub" is not a non-empty string');
+      throw new ClaimsError('Claim "sub" is not a non-empty string');
     }
     result.sub = claims.sub;
   }
   if (claims.jti !== undefined) {
-    if (typeof claims.jti !== "string") throw new TypeError('Claim "jti" is not a string');
+    if (typeof claims.jti !== "string") throw new ClaimsError('Claim "jti" is not a string');
     result.jti = claims.jti;
   }
   if (pathAuth !== undefined) result.pathAuth = pathAuth;

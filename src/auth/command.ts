@@ -6,6 +6,7 @@ import { pathProblem, prefixCovers } from "../path/mod.ts";
 import { parsePathAuth, parseScope, type PathAuth, type Scope } from "./scope.ts";
 import { readSigner, type TokenClaims } from "./sign.ts";
 import { MAX_LIFETIME_SECONDS } from "./claims.ts";
+import { ClaimsError } from "./errors.ts";
 
 /** Where `runAuthCommand` writes, and its clock; tests pass their own. */
 export interface AuthCommandIo {
@@ -226,7 +227,8 @@ export function parseScopeArgument(text: string): Scope {
       `Scope "${text}":`,
     );
   } catch (error) {
-    throw new UsageError((error as Error).message.replace(":.", ":"));
+    if (!(error instanceof ClaimsError)) throw error;
+    throw new UsageError(error.message.replace(":.", ":"));
   }
 }
 
@@ -242,7 +244,8 @@ function parsePathAuthArgument(text: string): PathAuth {
   try {
     return parsePathAuth(value, "--path-auth");
   } catch (error) {
-    throw new UsageError((error as Error).message);
+    if (!(error instanceof ClaimsError)) throw error;
+    throw new UsageError(error.message);
   }
 }
 

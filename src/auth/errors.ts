@@ -1,4 +1,4 @@
-import { ClientError, type ErrorAnswer } from "../errors/mod.ts";
+import { ClientError, type ErrorAnswer, SluiceError } from "../errors/mod.ts";
 import { bearerChallenge } from "./challenge.ts";
 
 /** Why a credential was refused, for callers that branch on it or count it. */
@@ -61,5 +61,25 @@ export class AuthError extends ClientError {
         : `The credential was refused: ${this.message}`,
       headers: { "www-authenticate": bearerChallenge(this, { realm: "sluice" }) },
     };
+  }
+}
+
+/**
+ * Claims that are not acceptable: not an object, an unknown or mistyped
+ * claim, a malformed scope or `path_auth`, an inconsistent lifetime. Thrown
+ * by `parseClaims`, `parseScope` and `parsePathAuth`; the message names the
+ * first thing wrong and never holds the token. The verifier refuses the
+ * credential with `AuthError("bad_claims")` for this class alone, so a bug's
+ * `TypeError` is not taken for the caller's bad credential.
+ */
+export class ClaimsError extends SluiceError {
+  /** The codes this class carries. */
+  static readonly codes = ["bad_claims"] as const;
+  /** Stable code for callers. */
+  declare readonly code: "bad_claims";
+
+  /** Builds the error; `message` names what is wrong with the claims. */
+  constructor(message: string) {
+    super("bad_claims", message);
   }
 }

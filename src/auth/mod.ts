@@ -33,7 +33,7 @@
  *
  * @module
  */
-export { AuthError, type AuthErrorCode } from "./errors.ts";
+export { AuthError, type AuthErrorCode, ClaimsError } from "./errors.ts";
 export {
   type Action,
   ACTIONS,

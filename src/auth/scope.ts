@@ -1,3 +1,4 @@
+import { ClaimsError } from "./errors.ts";
 import { joinPath, pathProblem, prefixCovers, trackNameProblem } from "../path/mod.ts";
 
 /**
@@ -46,32 +47,32 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 function onlyKeys(value: Record<string, unknown>, allowed: readonly string[], where: string): void {
   for (const key of Object.keys(value)) {
-    if (!allowed.includes(key)) throw new TypeError(`${where} has unknown member "${key}"`);
+    if (!allowed.includes(key)) throw new ClaimsError(`${where} has unknown member "${key}"`);
   }
 }
 
 function path(value: unknown, allowEmpty: boolean, where: string): string {
-  if (typeof value !== "string") throw new TypeError(`${where} is not a string`);
+  if (typeof value !== "string") throw new ClaimsError(`${where} is not a string`);
   const problem = pathProblem(value, allowEmpty);
-  if (problem !== undefined) throw new TypeError(`${where} "${value}" ${problem}`);
+  if (problem !== undefined) throw new ClaimsError(`${where} "${value}" ${problem}`);
   return value;
 }
 
 /**
- * Reads one scope from untrusted JSON; throws TypeError naming what is wrong.
+ * Reads one scope from untrusted JSON; throws `ClaimsError` naming what is wrong.
  * A leading slash in a broadcast path is refused, not normalised.
  */
 export function parseScope(value: unknown, where = "scope"): Scope {
-  if (!isRecord(value)) throw new TypeError(`${where} is not an object`);
+  if (!isRecord(value)) throw new ClaimsError(`${where} is not an object`);
   onlyKeys(value, ["actions", "broadcast", "track"], where);
   const { actions, broadcast, track } = value;
   if (!Array.isArray(actions) || actions.length === 0) {
-    throw new TypeError(`${where}.actions is not a non-empty array`);
+    throw new ClaimsError(`${where}.actions is not a non-empty array`);
   }
   const parsedActions: Action[] = [];
   for (const action of actions) {
     if (typeof action !== "string" || !(ACTIONS as readonly string[]).includes(action)) {
-      throw new TypeError(
+      throw new ClaimsError(
         `${where}.actions has unknown action ${JSON.stringify(action)} (expected ${
           ACTIONS.join(", ")
         })`,
@@ -79,30 +80,32 @@ export function parseScope(value: unknown, where = "scope"): Scope {
     }
     if (!parsedActions.includes(action as Action)) parsedActions.push(action as Action);
   }
-  if (!isRecord(broadcast)) throw new TypeError(`${where}.broadcast is not an object`);
+  if (!isRecord(broadcast)) throw new ClaimsError(`${where}.broadcast is not an object`);
   const exactGiven = "exact" in broadcast;
   const prefixGiven = "prefix" in broadcast;
   if (exactGiven === prefixGiven) {
-    throw new TypeError(`${where}.broadcast needs exactly one of "exact" and "prefix"`);
+    throw new ClaimsError(`${where}.broadcast needs exactly one of "exact" and "prefix"`);
   }
   onlyKeys(broadcast, ["exact", "prefix"], `${where}.broadcast`);
   const match: BroadcastMatch = exactGiven
     ? { exact: path(broadcast.exact, false, `${where}.broadcast.exact`) }
     : { prefix: path(broadcast.prefix, true, `${where}.broadcast.prefix`) };
   if (track === undefined) return { actions: parsedActions, broadcast: match };
-  if (!isRecord(track)) throw new TypeError(`${where}.track is not an object`);
+  if (!isRecord(track)) throw new ClaimsError(`${where}.track is not an object`);
   onlyKeys(track, ["exact"], `${where}.track`);
-  if (typeof track.exact !== "string") throw new TypeError(`${where}.track.exact is not a string`);
+  if (typeof track.exact !== "string") {
+    throw new ClaimsError(`${where}.track.exact is not a string`);
+  }
   const problem = trackNameProblem(track.exact);
   if (problem !== undefined) {
-    throw new TypeError(`${where}.track.exact "${track.exact}" ${problem}`);
+    throw new ClaimsError(`${where}.track.exact "${track.exact}" ${problem}`);
   }
   return { actions: parsedActions, broadcast: match, track: { exact: track.exact } };
 }
 
-/** Reads a `path_auth` claim from untrusted JSON; throws TypeError naming what is wrong. */
+/** Reads a `path_auth` claim from untrusted JSON; throws `ClaimsError` naming what is wrong. */
 export function parsePathAuth(value: unknown, where = "path_auth"): PathAuth {
-  if (!isRecord(value)) throw new TypeError(`${where} is not an object`);
+  if (!isRecord(value)) throw new ClaimsError(`${where} is not an object`);
   onlyKeys(value, ["root", "pub", "sub"], where);
   const root = path(value.root, true, `${where}.root`);
   const result: { root: string; pub?: string; sub?: string } = { root };

@@ -34,7 +34,7 @@ export interface Signer {
   readonly kid: string;
   /** The prefix recorded with the key at keygen, when there is one. */
   readonly prefix?: string;
-  /** Signs a credential granting `claims`; throws TypeError/RangeError on bad claims or TTL. */
+  /** Signs a credential granting `claims`; throws `ClaimsError` on bad claims, RangeError on a bad TTL. */
   sign(claims: TokenClaims, options?: SignOptions): Promise<string>;
 }
 

@@ -1,5 +1,5 @@
 import { compactVerify, decodeProtectedHeader, errors as joseErrors } from "jose";
-import { AuthError } from "./errors.ts";
+import { AuthError, ClaimsError } from "./errors.ts";
 import { type CredentialClaims, parseClaims } from "./claims.ts";
 import { type Grant, ScopedGrant } from "./grant.ts";
 import type { VerificationKey } from "./key_set.ts";
@@ -133,12 +133,20 @@ class CachingVerifier implements Verifier {
       }
       throw new AuthError("malformed", "The credential cannot be read", { cause: error });
     }
+    let json: unknown;
+    try {
+      json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(payload));
+    } catch {
+      // Only the signed payload's bytes are read here: not UTF-8 or not JSON.
+      throw new AuthError("bad_claims", "The credential is refused: Claims are not JSON");
+    }
     let claims: CredentialClaims;
     try {
-      claims = parseClaims(JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(payload)));
+      claims = parseClaims(json);
     } catch (error) {
-      const reason = error instanceof TypeError ? error.message : "Claims are not JSON";
-      throw new AuthError("bad_claims", `The credential is refused: ${reason}`);
+      // Refused by our class alone: anything else thrown here is a bug, answered 500.
+      if (!(error instanceof ClaimsError)) throw error;
+      throw new AuthError("bad_claims", `The credential is refused: ${error.message}`);
     }
     this.#checkTime(claims);
     this.#checkParties(claims);

@@ -87,6 +87,7 @@ export class Feed extends EventTarget implements AsyncIterable<FeedRecord> {
     this.#http = {
       tokens: this.#tokens,
       signal: this.#abort.signal,
+      timers: this.#timers,
       ...(options.fetch ? { fetch: options.fetch } : {}),
     };
     this.#out = new BackpressureQueue<FeedRecord>(OUT_HIGH_WATER, () => this.close());

@@ -4,6 +4,7 @@ import { formatGroupId } from "../record/mod.ts";
 import { HttpError, NetworkError, RefusedError } from "./errors.ts";
 import { type HistoryPage, parseCommitted, parseHistoryPage } from "./record.ts";
 import type { TokenKeeper } from "./token.ts";
+import { timeoutSignal, type Timers } from "../timers/mod.ts";
 
 /** The largest page the funnel returns. */
 export const MAX_PAGE = 200;
@@ -19,6 +20,8 @@ export interface HttpContext {
   readonly tokens: TokenKeeper;
   /** Abandons the request. */
   readonly signal?: AbortSignal | undefined;
+  /** The timers of the request's timeout (default the global ones). */
+  readonly timers?: Timers;
 }
 
 /**
@@ -36,7 +39,7 @@ export async function request(
     const token = attempt === 0 ? await ctx.tokens.get() : await ctx.tokens.refresh();
     const headers: Record<string, string> = { ...init.headers };
     if (token !== undefined) headers.authorization = `Bearer ${token}`;
-    const timeout = AbortSignal.timeout(init.timeoutMs ?? REQUEST_TIMEOUT_MS);
+    const timeout = timeoutSignal(init.timeoutMs ?? REQUEST_TIMEOUT_MS, ctx.timers);
     let response: Response;
     try {
       response = await (ctx.fetch ?? fetch)(url, {

@@ -5,6 +5,7 @@
  */
 import { MoqError, type ReceivedGroup, type TrackInfo } from "../moq/mod.ts";
 import { errorText } from "../error_text/mod.ts";
+import { timeoutSignal } from "../timers/mod.ts";
 import { QMuxConnectError } from "../transport/mod.ts";
 import { RefusedError } from "./errors.ts";
 import {
@@ -111,7 +112,8 @@ export class LiveLink {
       throw new Error("No lite-05 session to fetch over");
     }
     const moq = await session.moq;
-    const signal = AbortSignal.any([this.#abort.signal, AbortSignal.timeout(PROBE_TIMEOUT_MS)]);
+    const timeout = timeoutSignal(PROBE_TIMEOUT_MS, session.timers);
+    const signal = AbortSignal.any([this.#abort.signal, timeout]);
     const group = await moq.fetch(broadcast, name, sequence, { signal });
     session.heard();
     return group;
@@ -134,7 +136,7 @@ export class LiveLink {
       return "closed";
     }
     const session = lease.session;
-    const setupTimeout = AbortSignal.timeout(SETUP_TIMEOUT_MS);
+    const setupTimeout = timeoutSignal(SETUP_TIMEOUT_MS, target.timers);
     const moq = await session.moq;
     this.#transport = moq.transport.transport;
     this.#version = moq.version;

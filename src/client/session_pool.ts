@@ -6,7 +6,7 @@
  */
 import { connect, MoqCode, MoqError, type MoqSession, VERSIONS } from "../moq/mod.ts";
 import { errorText } from "../error_text/mod.ts";
-import { sleep, type Timers } from "../timers/mod.ts";
+import { sleep, timeoutSignal, type Timers } from "../timers/mod.ts";
 import type { CertificateHash, Dialer } from "./dial.ts";
 
 /**
@@ -81,6 +81,11 @@ export class SharedSession {
     return this.#abort.signal.aborted;
   }
 
+  /** The timers the session was opened with (its probe's, and its links' deadlines). */
+  get timers(): Timers {
+    return this.#target.timers;
+  }
+
   /** Leases held now. */
   get refs(): number {
     return this.#refs;
@@ -112,7 +117,7 @@ export class SharedSession {
 
   async #open(): Promise<MoqSession> {
     const t = this.#target;
-    const setup = AbortSignal.any([this.#abort.signal, AbortSignal.timeout(SETUP_TIMEOUT_MS)]);
+    const setup = AbortSignal.any([this.#abort.signal, timeoutSignal(SETUP_TIMEOUT_MS, t.timers)]);
     const session = await t.dial(t.url, {
       protocols: VERSIONS,
       ...(t.serverCertificateHashes ? { serverCertificateHashes: t.serverCertificateHashes } : {}),

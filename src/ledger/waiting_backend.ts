@@ -1,6 +1,6 @@
 import type { LedgerBackend, LedgerEvents } from "./backend.ts";
 import { LedgerError } from "./errors.ts";
-import { retryUntilDone } from "../timers/mod.ts";
+import { retryUntilDone, type Timers } from "../timers/mod.ts";
 
 /** Options of {@link waitForBackend}. */
 export interface WaitForBackendOptions {
@@ -10,6 +10,8 @@ export interface WaitForBackendOptions {
   readonly shared: boolean;
   /** Told of every failed attempt to open it (tried again after 250 ms doubling up to 10 s). */
   readonly onError?: (error: unknown) => void;
+  /** Timers of the waits between attempts (default the global ones). */
+  readonly timers?: Timers;
 }
 
 /** A backend that opens in the background (see {@link waitForBackend}). */
@@ -57,6 +59,7 @@ export function waitForBackend(
   };
   void retryUntilDone(attempt, {
     signal: stopping.signal,
+    ...(options.timers ? { timers: options.timers } : {}),
     onError: (error) => {
       lastError = error instanceof Error ? error.message : String(error);
       options.onError?.(error);

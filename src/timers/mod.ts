@@ -29,5 +29,6 @@ export { Deadlines, type DeadlinesOptions } from "./deadlines.ts";
 export { Backoff, type BackoffOptions } from "./backoff.ts";
 export { sleep } from "./sleep.ts";
 export { withDeadline } from "./deadline.ts";
+export { timeoutSignal } from "./timeout_signal.ts";
 export { afterTurn } from "./after_turn.ts";
 export { type RetryOptions, retryUntilDone } from "./retry.ts";

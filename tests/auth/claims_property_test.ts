@@ -1,6 +1,7 @@
 // Scopes, claims and broadcast paths against generated and hostile JSON.
 import assert from "node:assert/strict";
 import { type CredentialClaims, parseClaims } from "../../src/auth/claims.ts";
+import { ClaimsError } from "../../src/auth/errors.ts";
 import { ACTIONS, parseScope, type Scope, scopeAllows } from "../../src/auth/scope.ts";
 import {
   joinPath,
@@ -64,7 +65,7 @@ Deno.test("property: claims read back what was signed, scope for scope", () => {
   }));
 });
 
-Deno.test("property: any JSON, or claims with a member forged, parse or give a TypeError", () => {
+Deno.test("property: any JSON, or claims with a member forged, parse or give a ClaimsError", () => {
   const forged = fc.tuple(claims, fc.nat(40), fc.jsonValue({ maxDepth: 2 })).map(([c, at, v]) =>
     mutateJson(c, at, v)
   );
@@ -73,7 +74,7 @@ Deno.test("property: any JSON, or claims with a member forged, parse or give a T
       const text = JSON.stringify(value) ?? "null";
       const parsed: CredentialClaims | undefined = decodesOrRefuses(
         () => parseClaims(JSON.parse(text)),
-        [TypeError],
+        [ClaimsError],
         text,
       );
       if (!parsed) return;

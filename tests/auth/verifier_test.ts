@@ -2,10 +2,13 @@ import assert from "node:assert/strict";
 import {
   AuthError,
   type AuthErrorCode,
+  ClaimsError,
   createVerifier,
   MemoryKeySource,
+  parseClaims,
   type Verifier,
 } from "../../src/auth/mod.ts";
+import { errorResponse } from "../../src/http/mod.ts";
 import {
   claims,
   compact,
@@ -356,4 +359,45 @@ Deno.test("without an audience or issuer configured, aud and iss are accepted an
   await refused(verifier, await signWith(key, claims({ aud: [] })), "bad_claims");
   await refused(verifier, await signWith(key, claims({ iss: 7 })), "bad_claims");
   verifier.close();
+});
+
+Deno.test("bad claims are a ClaimsError with code bad_claims, not a built-in TypeError", () => {
+  for (const bad of [[1], { ...claims(), extra: 1 }, claims({ scopes: ["post:room"] })]) {
+    const error = (() => {
+      try {
+        parseClaims(bad);
+      } catch (error) {
+        return error;
+      }
+      assert.fail("expected the claims to be refused");
+    })();
+    assert.ok(error instanceof ClaimsError, `expected ClaimsError, got ${error}`);
+    assert.equal(error.code, "bad_claims");
+  }
+});
+
+Deno.test("a TypeError of our own while claims are read is a 500, not the caller's 401", async () => {
+  const { key, verifier } = await fixture();
+  // A bug stands in as a built-in that throws while one claim (its iat a marker) is read.
+  const marker = NOW - 17;
+  const token = await signWith(key, claims({ iat: marker, nbf: marker }));
+  const isSafeInteger = Number.isSafeInteger;
+  Number.isSafeInteger = (value: unknown): boolean => {
+    if (value === marker) throw new TypeError("a bug");
+    return isSafeInteger(value);
+  };
+  try {
+    const error = await verifier.verify(token).then(
+      () => assert.fail("expected the bug to surface"),
+      (error: unknown) => error,
+    );
+    assert.ok(!(error instanceof AuthError), `a bug is not a refused credential: ${error}`);
+    assert.ok(error instanceof TypeError);
+    const response = errorResponse(error);
+    assert.equal(response.status, 500);
+    assert.equal((await response.json()).code, "internal");
+  } finally {
+    Number.isSafeInteger = isSafeInteger;
+    verifier.close();
+  }
 });

@@ -264,12 +264,8 @@ async function newestSeq(funnel: Funnel): Promise<number> {
   return (await track!.backend.latest())?.seq ?? -1;
 }
 
-async function waitFor(test: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if (await test()) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  assert.fail("not within 2 s");
+function waitFor(test: () => Promise<boolean>): Promise<void> {
+  return until(test, "the background commit");
 }
 
 perBackend(

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { byteStream, streamResponse } from "../../src/http/mod.ts";
+import { settled } from "../support/wait.ts";
 
 /** A source that records how far it was pulled and whether it was ended. */
 function counted(chunks: readonly (string | Uint8Array)[]) {
@@ -20,7 +21,7 @@ function counted(chunks: readonly (string | Uint8Array)[]) {
 Deno.test("byteStream pulls its source only as the reader reads, text as UTF-8", async () => {
   const { state, source } = counted(["héllo ", "", new Uint8Array([0x21]), "🌊"]);
   const reader = byteStream(source).getReader();
-  await new Promise((resolve) => setTimeout(resolve, 5));
+  await settled();
   assert.equal(state.produced, 0, "nothing is pulled before the first read");
   assert.deepEqual((await reader.read()).value, new TextEncoder().encode("héllo "));
   assert.equal(state.produced, 1);

@@ -12,6 +12,7 @@ import {
 import { PostgresBackend } from "../../src/ledger/postgres/postgres_backend.ts";
 import { dropTable, findPostgres, freshTableName, postgresMissing } from "../support/postgres.ts";
 import { ignoreWithout } from "../support/requires.ts";
+import { settled } from "../support/wait.ts";
 
 const RECORDS = 100_000;
 const PAGE = 256;
@@ -71,7 +72,7 @@ async function catchUpSlowly(open: () => Promise<LedgerBackend>): Promise<void> 
       mostAhead = Math.max(mostAhead, fetched() - consumed);
       assert.ok(fetched() - consumed <= PAGE, `fetched ${fetched()} with ${consumed} read`);
       // A slow reader: it yields to timers every few hundred entries.
-      if (consumed % 300 === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+      if (consumed % 300 === 0) await settled(1);
     }
     assert.equal(consumed, RECORDS);
     assert.equal(fetched(), RECORDS, "every entry was read from storage exactly once");

@@ -8,7 +8,8 @@ import {
   type TrackPath,
   waitForBackend,
 } from "../../src/ledger/mod.ts";
-import { until } from "../support/wait.ts";
+import { ManualClock } from "../support/manual_clock.ts";
+import { settled, until } from "../support/wait.ts";
 
 const T: TrackPath = { broadcast: ["room"], track: "chat" };
 
@@ -73,14 +74,17 @@ Deno.test("waitForBackend: a shared backend is followed once open, before it is 
 
 Deno.test("waitForBackend: closed before the storage is reached, it stops trying", async () => {
   let attempts = 0;
+  const clock = new ManualClock();
   const backend = waitForBackend(() => {
     attempts++;
     return Promise.reject(new LedgerError("unavailable", "away"));
-  }, { name: "s3", shared: false });
-  await until(() => attempts > 0, "a first attempt");
+  }, { name: "s3", shared: false, timers: clock });
+  await until(() => clock.pending.length === 1, "a first attempt, and the wait for the next");
+  assert.equal(attempts, 1);
   await backend.close();
-  const after = attempts;
-  await new Promise((r) => setTimeout(r, 600));
-  assert.equal(attempts, after);
+  // Past every wait the backoff could take (10 s at most): no retry is left to fire.
+  clock.advance(60_000);
+  await settled();
+  assert.equal(attempts, 1);
   assert.equal(backend.ready, false);
 });

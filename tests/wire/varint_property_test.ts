@@ -20,6 +20,7 @@ import {
   decodesOrRefusesAsync,
   fc,
 } from "../support/property.ts";
+import { settled } from "../support/wait.ts";
 
 const varint = fc.bigInt({ min: 0n, max: VARINT_MAX });
 const cuts = fc.array(fc.integer({ min: 1, max: 9 }), { maxLength: 64 });
@@ -146,7 +147,7 @@ Deno.test("regression: a declared frame larger than what arrived is not allocate
   const before = Deno.memoryUsage();
   const r = new StreamReader(stream);
   const pending = r.message("m", declared);
-  for (let i = 0; i < 20; i++) await new Promise((resolve) => setTimeout(resolve, 1));
+  await settled(20);
   const after = Deno.memoryUsage();
   const grown = after.external + after.heapUsed - before.external - before.heapUsed;
   assert.ok(grown < 8 << 20, `reader holds ${grown} bytes for 1 KiB received`);

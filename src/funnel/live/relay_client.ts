@@ -51,7 +51,7 @@ export interface RelayClientOptions {
   readonly ietf?: IetfDraft;
   /** Delay before redialing after a session ends or a dial fails, ms (default 2000). */
   readonly redialMs?: number;
-  /** Timers for the redial delay and credential expiry (default the global ones). */
+  /** Timers for the redial delay, credential expiry and dial deadline (default the global ones). */
   readonly timers?: RedialTimers;
   /** Wall clock in ms (default Date.now). */
   readonly now?: () => number;
@@ -293,8 +293,7 @@ export class RelayClient {
     this.#dialing.add(dialing);
     const timeoutMs = o.dialTimeoutMs ?? 10_000;
     let timedOut = false;
-    // The dial's deadline is not one of the redial timers (`timers`): the system's.
-    const timeout = systemTimers.setTimeout(() => {
+    const timeout = this.#timers.setTimeout(() => {
       timedOut = true;
       dialing.abort();
     }, timeoutMs);
@@ -326,7 +325,7 @@ export class RelayClient {
       }
       throw error;
     } finally {
-      systemTimers.clearTimeout(timeout);
+      this.#timers.clearTimeout(timeout);
       this.#dialing.delete(dialing);
     }
   }

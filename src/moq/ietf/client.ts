@@ -7,6 +7,7 @@
 import type { Session } from "../../transport/mod.ts";
 import { StreamReader } from "../../wire/mod.ts";
 import { errorText } from "../../error_text/mod.ts";
+import { timeoutSignal } from "../../timers/mod.ts";
 import type { AnnounceEvent } from "../announcer.ts";
 import { MoqError } from "../errors.ts";
 import { Sender } from "../sender.ts";
@@ -46,14 +47,16 @@ export async function connectSetup(core: IetfCore, timeoutMs: number): Promise<S
   if (core.transport.transport === "quic" && url) {
     params.set(m.SetupParam.Path, new TextEncoder().encode(`${url.pathname}${url.search}`));
   }
-  const timeout = AbortSignal.timeout(timeoutMs);
+  const timeout = timeoutSignal(timeoutMs, core.options.timers);
+  // A deadline that passed before a step began fails that step at once, rather than never.
   const within = <T>(p: Promise<T>): Promise<T> =>
     Promise.race([
       p,
-      new Promise<never>((_, reject) =>
-        timeout.addEventListener("abort", () =>
-          reject(new MoqError("protocol_violation", "setup timed out")))
-      ),
+      new Promise<never>((_, reject) => {
+        const fail = () => reject(new MoqError("protocol_violation", "setup timed out"));
+        if (timeout.aborted) fail();
+        else timeout.addEventListener("abort", fail, { once: true });
+      }),
     ]);
   if (d >= 17) {
     const ours = await core.transport.openUni();

@@ -39,19 +39,33 @@ const DRAFT_14_ONLY: ReadonlySet<number> = new Set([
   Msg.PublishError,
 ]);
 
-/** Reads the control stream until it ends; a malformed message ends the session. */
+/**
+ * Reads the control stream until it ends. A malformed message (a
+ * `DecodeError`, the peer's bytes) is the peer's protocol violation; any
+ * other failure while a message is acted on is ours, logged and closed as
+ * an internal error, never blamed on the peer.
+ */
 export async function controlLoop(core: IetfCore, r: StreamReader): Promise<void> {
+  let acting = false;
   try {
     for (;;) {
+      acting = false;
       const msg = await readControl(r, core.draft);
       if (core.isClosed) return;
       if (!msg) return core.close(IetfCode.ProtocolViolation, "control stream ended");
+      acting = true;
       dispatch(core, msg.type, msg.body);
     }
   } catch (err) {
     if (core.isClosed) return;
-    if (err instanceof DecodeError || err instanceof RangeError) {
+    if (err instanceof DecodeError) {
       core.violation(IetfCode.ProtocolViolation, `malformed control message: ${errorText(err)}`);
+    } else if (acting) {
+      core.log(
+        "internal",
+        `moq-transport: ${core.remote}: control message failed: ${errorText(err)}`,
+      );
+      core.close(IetfCode.Internal, "internal error");
     } else core.close(IetfCode.ProtocolViolation, "control stream failed");
   }
 }

@@ -9,6 +9,7 @@
  */
 import { DecodeError, StreamReader } from "../../wire/mod.ts";
 import { normalizePath } from "../../path/mod.ts";
+import { timeoutSignal } from "../../timers/mod.ts";
 import { MoqError } from "../errors.ts";
 import { Sender } from "../sender.ts";
 import { DEFAULT_MAX_FRAME, DEFAULT_MAX_GROUP, FRAME_COST } from "../track/mod.ts";
@@ -62,7 +63,7 @@ export async function fetchGroup(
   pending.answer.promise.catch(() => {});
   pending.stream.promise.catch(() => {});
   core.ourFetches.set(id, pending);
-  const timeout = AbortSignal.timeout(FETCH_ANSWER_MS);
+  const timeout = timeoutSignal(FETCH_ANSWER_MS, core.options.timers);
   const stop = AbortSignal.any([
     core.shutdown.signal,
     timeout,

@@ -151,7 +151,7 @@ function accepted(core: IetfCore, msg: ControlMessage): PublishAnswer | undefine
   try {
     return decodePublishOk(msg.body, core.draft);
   } catch (err) {
-    if (!(err instanceof DecodeError || err instanceof RangeError)) throw err;
+    if (!(err instanceof DecodeError)) throw err;
     core.violation(IetfCode.ProtocolViolation, `malformed PUBLISH_OK: ${errorText(err)}`);
     return undefined;
   }

@@ -46,7 +46,7 @@ export async function updates(
       await applyUpdate(core, id, u, write);
     }
   } catch (err) {
-    if (err instanceof DecodeError || err instanceof RangeError) {
+    if (err instanceof DecodeError) {
       core.violation(IetfCode.ProtocolViolation, `malformed update: ${errorText(err)}`);
     }
   }
@@ -134,7 +134,7 @@ async function requestStream(core: IetfCore, stream: BidiStream): Promise<void> 
         core.violation(IetfCode.ProtocolViolation, `unexpected request ${msg.type}`);
     }
   } catch (err) {
-    if (err instanceof DecodeError || err instanceof RangeError) {
+    if (err instanceof DecodeError) {
       core.violation(IetfCode.ProtocolViolation, `malformed request: ${errorText(err)}`);
     }
   } finally {

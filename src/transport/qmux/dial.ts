@@ -37,7 +37,7 @@ export interface ConnectQMuxOptions {
   readonly params?: Partial<TransportParams>;
   /** Socket bytes in flight above which writes wait. */
   readonly highWater?: number;
-  /** Timers of the dial's deadline and the session's waits (default the system's). */
+  /** Timers of the dial's deadline, the session's waits and its close (default the system's). */
   readonly timers?: Timers;
 }
 
@@ -64,6 +64,7 @@ export async function connectQMux(url: URL, options: ConnectQMuxOptions): Promis
       ...(options.caCerts ? { caCerts: options.caCerts } : {}),
       ...(options.serverName !== undefined ? { serverName: options.serverName } : {}),
       ...(options.origin !== undefined ? { headers: { origin: options.origin } } : {}),
+      ...(options.timers ? { timers: options.timers } : {}),
     }),
     options.timeoutMs ?? 10_000,
     options.signal,

@@ -7,7 +7,7 @@
  * one message at a time (`bufferedAmount` is what waits in its queue).
  */
 import { errorText } from "../../error_text/mod.ts";
-import { systemTimers } from "../../timers/mod.ts";
+import { systemTimers, type Timers } from "../../timers/mod.ts";
 import { concatBytes } from "../../wire/mod.ts";
 import { QMuxConnectError } from "./errors.ts";
 import type { MessageSocket, SocketEvents } from "./socket.ts";
@@ -32,6 +32,8 @@ export interface OpenWebSocketOptions {
   readonly headers?: Readonly<Record<string, string>>;
   /** Largest message accepted from the server (default 1 MiB; larger closes with 1009). */
   readonly maxMessage?: number;
+  /** Timers of the closing handshake's wait for the server (default the global ones). */
+  readonly timers?: Timers;
 }
 
 const GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
@@ -43,7 +45,9 @@ export async function openWebSocket(
   options: OpenWebSocketOptions,
 ): Promise<{ socket: MessageSocket; protocol: string }> {
   const { conn, protocol, rest } = await openRawWebSocket(url, options);
-  return { socket: new ClientSocket(conn, rest, options.maxMessage ?? 1 << 20), protocol };
+  const maxMessage = options.maxMessage ?? 1 << 20;
+  const socket = new ClientSocket(conn, rest, maxMessage, options.timers ?? systemTimers);
+  return { socket, protocol };
 }
 
 /** A WebSocket whose handshake is done, left to its owner to frame by hand. */
@@ -166,6 +170,7 @@ async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
 class ClientSocket implements MessageSocket {
   readonly #conn: Deno.Conn;
   readonly #maxMessage: number;
+  readonly #timers: Timers;
   #pending: Uint8Array;
   #queue: Uint8Array[] = [];
   #queued = 0;
@@ -175,8 +180,9 @@ class ClientSocket implements MessageSocket {
   #closeTimer: unknown;
   #events: SocketEvents | undefined;
 
-  constructor(conn: Deno.Conn, initial: Uint8Array, maxMessage: number) {
+  constructor(conn: Deno.Conn, initial: Uint8Array, maxMessage: number, timers: Timers) {
     this.#conn = conn;
+    this.#timers = timers;
     this.#pending = initial.slice();
     this.#maxMessage = maxMessage;
   }
@@ -205,7 +211,7 @@ class ClientSocket implements MessageSocket {
     this.#closing = true;
     this.#enqueue(encodeClientFrame(Opcode.CLOSE, closePayload(code, reason)));
     // The server answers with its own close frame; do not wait for it forever.
-    this.#closeTimer = systemTimers.setTimeout(() => this.#end(code, reason), 1000);
+    this.#closeTimer = this.#timers.setTimeout(() => this.#end(code, reason), 1000);
   }
 
   #enqueue(frame: Uint8Array): void {
@@ -298,7 +304,7 @@ class ClientSocket implements MessageSocket {
   #end(code: number, reason: string): void {
     if (this.#ended) return;
     this.#ended = true;
-    if (this.#closeTimer !== undefined) systemTimers.clearTimeout(this.#closeTimer);
+    if (this.#closeTimer !== undefined) this.#timers.clearTimeout(this.#closeTimer);
     if (!this.#writing) this.#closeConn();
     this.#events?.close(code, reason);
   }

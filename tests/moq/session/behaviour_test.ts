@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { accept, Announcer, connect, MoqError, TrackProducer } from "../../../src/moq/mod.ts";
 import { quicPair } from "../../support/quic_pair.ts";
+import { until } from "../../support/wait.ts";
 
 const t = (s: string) => new TextEncoder().encode(s);
 const s = (b: Uint8Array | undefined) => new TextDecoder().decode(b);
@@ -125,7 +126,7 @@ for (const version of ["moq-lite-05", "moq-lite-04"]) {
       ac.abort();
     }
     assert.deepEqual(got, [1]);
-    while (server.stats.subscriptionsClosed < 1) await new Promise((r) => setTimeout(r, 5));
+    await until(() => server.stats.subscriptionsClosed >= 1, "the subscription closed");
     assert.equal(server.stats.subscriptionsOpened, 1);
     assert.equal(track.subscribers, 0);
     assert.equal(client.stats.upstreamSubscriptionsClosed, 1);
@@ -258,7 +259,7 @@ Deno.test("moq-lite-05: many subscribe/cancel cycles leave nothing behind", asyn
     const ac = new AbortController();
     for await (const _ of client.subscribe("a/b", "t", { signal: ac.signal })) ac.abort();
   }
-  while (server.stats.subscriptionsClosed < 200) await new Promise((r) => setTimeout(r, 5));
+  await until(() => server.stats.subscriptionsClosed >= 200, "the 200 subscriptions closed");
   assert.equal(server.stats.subscriptionsOpened, 200);
   assert.equal(track.subscribers, 0);
   assert.equal(client.stats.upstreamSubscriptionsOpened, 200);

@@ -15,7 +15,7 @@ import { systemTimers } from "../../../src/timers/mod.ts";
 import { accept, connect, TrackProducer } from "../../../src/moq/mod.ts";
 import { quicPair } from "../../support/quic_pair.ts";
 import { ManualClock } from "../../support/manual_clock.ts";
-import { until } from "../../support/wait.ts";
+import { settled, until } from "../../support/wait.ts";
 
 const MiB = 1 << 20;
 
@@ -87,7 +87,8 @@ Deno.test("group streams: ordered subscriptions of one session go oldest first a
   for (let i = 0; i < 5; i++) a.send(group(i, 100));
   b.send(group(0, 100));
   a.send(group(5, 100));
-  await new Promise((r) => setTimeout(r, 10));
+  await until(() => orders.length === 7, "the 7 streams opened");
+  await settled();
   // Higher orders go first: each stream started later ranks below every earlier one, whichever
   // subscription it is of (a new subscription's first group used to outrank them all).
   assert.equal(orders.length, 7);
@@ -136,7 +137,7 @@ Deno.test("group streams: at the default 8 MiB, a second 5 MiB group waits while
   assert.equal(s.send(group(1, 5 * MiB)), undefined, "the first goes at once, however large");
   const second = s.send(group(2, 5 * MiB));
   assert.ok(second instanceof Promise, "the second waits for room");
-  await new Promise((r) => setTimeout(r, 10));
+  await settled();
   assert.equal(opened(), 1);
 });
 
@@ -145,7 +146,7 @@ Deno.test("group streams: small groups are bounded by count (16 at the default),
   const s = streams(core);
   for (let i = 0; i < 16; i++) assert.equal(s.send(group(i, 100)), undefined);
   assert.ok(s.send(group(16, 100)) instanceof Promise, "the 17th waits");
-  await new Promise((r) => setTimeout(r, 10));
+  await settled();
   assert.equal(opened(), 16);
 });
 
@@ -167,7 +168,7 @@ Deno.test("group streams: a live group's frames count as they are written; the n
   await until(() => written() > 8 * MiB, "the live group's frames written");
   const second = s.send(group(2, 100));
   assert.ok(second instanceof Promise, "the second waits while the live group holds 8 MiB");
-  await new Promise((r) => setTimeout(r, 10));
+  await settled();
   assert.equal(opened(), 1);
   // Its end gives the bytes back.
   live.frames.finish();
@@ -184,7 +185,7 @@ Deno.test("group streams: a live group's frames behind a write the peer blocks c
   // That write never completes: the frames arriving meanwhile are held by the group, not taken.
   for (let i = 0; i < 8; i++) live.frames.push(new Uint8Array(MiB));
   assert.ok(s.send(group(2, 100)) instanceof Promise, "the second waits");
-  await new Promise((r) => setTimeout(r, 10));
+  await settled();
   assert.equal(opened(), 1);
 });
 
@@ -200,7 +201,7 @@ Deno.test("group streams: at most 64 streams open (4 x the 16 in flight), even a
   await until(() => written() >= 64 * 10, "the 64 first frames written");
   const last = s.send(extra.group);
   assert.ok(last instanceof Promise, "the 65th waits for an open stream to end");
-  await new Promise((r) => setTimeout(r, 10));
+  await settled();
   assert.equal(opened(), 64);
   first!.frames.finish();
   await last;

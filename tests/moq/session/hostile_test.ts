@@ -60,9 +60,7 @@ Deno.test("moq-lite-05: malformed streams end only themselves, logged once each"
   const info = await bidiExchange(pair.client, b(0x06, 0x05, 0x02, 0x6f, 0x6b, 0x01, 0x74));
   assert.deepEqual(info, b(0x06, 0x00, 0x00, 0x53, 0x88, 0x43, 0xe8));
   // Wait until every stream above was processed (they race the TRACK stream).
-  for (let i = 0; i < 100 && moq.stats.protocolErrors < 8; i++) {
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await until(() => moq.stats.protocolErrors >= 8, "the 8 malformed streams processed");
   assert.equal(moq.isClosed, false);
   assert.ok(moq.stats.protocolErrors >= 8, `protocolErrors ${moq.stats.protocolErrors}`);
   const kinds = logs.map((l) => l.replace(/\d+/g, "#"));
@@ -146,9 +144,7 @@ Deno.test("moq-lite-04: an oversized frame ends that group only; the subscriptio
   const g = await it.next();
   assert.equal(g.value?.sequence, 2);
   assert.equal(new TextDecoder().decode(g.value?.frames[0]), "hi");
-  for (let i = 0; i < 100 && moq.stats.protocolErrors < 1; i++) {
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await until(() => moq.stats.protocolErrors >= 1, "the oversized frame refused");
   assert.equal(moq.stats.protocolErrors, 1);
   assert.equal(moq.isClosed, false);
   await it.return?.();

@@ -282,7 +282,8 @@ Deno.test("cut-through: a publisher that fills the session's budget and goes qui
     // An honest group of the same subscription now waits for room ...
     await new Promise((r) => setTimeout(r, 200));
     producer.writeGroup(2, new Uint8Array([2]));
-    await new Promise((r) => setTimeout(r, 200));
+    // The budget's stall check is armed only while a group waits for room.
+    await until(() => clock.pending.includes(STALL_MS), "group 2 to wait for room");
     // ... until the quiet groups are found holding bytes and receiving none: reset, released.
     clock.advance(STALL_MS);
     clock.advance(STALL_MS);

@@ -2,14 +2,14 @@
 // host and port named in PEERS, since following a redirect dials it with a fresh peer
 // credential. And a failed peer dial never logs that credential.
 import assert from "node:assert/strict";
-import { sleep } from "../../../src/timers/mod.ts";
 import { connect, VERSIONS } from "../../../src/moq/mod.ts";
 import type { PeerEntry, RelayOptions } from "../../../src/relay/mod.ts";
 import { connectQuicSession, freeUdpTcpPort } from "../../../src/transport/mod.ts";
 import { testCertificate } from "../../support/certs.ts";
 import { quiet } from "../../support/quiet.ts";
 import { startTestRelay, type TestRelay } from "../../support/test_relay.ts";
-import { until } from "../../support/wait.ts";
+import { settled, until } from "../../support/wait.ts";
+import { peerDials } from "./_peer_dials.ts";
 
 /** Sessions a relay admitted as peers so far. */
 const peerSessions = (t: TestRelay) =>
@@ -25,7 +25,8 @@ Deno.test("a GOAWAY from a session that dialed in calling itself a peer is not f
   const a = await startTestRelay();
   const trap = await startTestRelay();
   // b peers with a on 127.0.0.1, so the trap's host is a PEERS host: only the direction counts.
-  const b = await dialer([{ host: "127.0.0.1", port: a.port }]);
+  const dials = await peerDials();
+  const b = await dialer([{ host: "127.0.0.1", port: a.port }], { peerTransport: dials.transport });
   const c = await testCertificate();
   try {
     await until(() => b.relay.peers.links().some((l) => l.connected), "b to reach a");
@@ -40,11 +41,11 @@ Deno.test("a GOAWAY from a session that dialed in calling itself a peer is not f
       "b to admit the intruder as a peer",
     );
     await intruder.sendGoaway(`moqt://127.0.0.1:${trap.port}/`);
-    // Long enough for a dial to the trap on loopback.
-    await sleep(1000);
+    await until(() => b.logs.some((l) => l.includes("ignoring GOAWAY redirect")), "b to decide");
+    await settled();
+    assert.deepEqual(dials.started, [`127.0.0.1:${a.port}`], "b never dialed the redirect");
     assert.equal(peerSessions(trap), 0, "b never dialed the intruder's redirect");
     assert.equal(b.relay.peers.links().length, 1, "the PEERS link and no other");
-    assert.ok(b.logs.some((l) => l.includes("ignoring GOAWAY redirect")), b.logs.join("\n"));
     intruder.close(0, "done");
   } finally {
     await b.stop();
@@ -60,16 +61,23 @@ Deno.test("a GOAWAY from a dialed peer naming a host outside PEERS is not follow
   const a = await startTestRelay({
     extra: { goawayUri: `moqt://127.0.0.2:${elsewhere.port}/` },
   });
-  const b = await dialer([{ host: "127.0.0.1", port: a.port }]);
+  const dials = await peerDials();
+  const b = await dialer([{ host: "127.0.0.1", port: a.port }], { peerTransport: dials.transport });
   try {
     await until(() => b.relay.peers.links().some((l) => l.connected), "b to reach a");
     void a.relay.drain(500);
     await until(() => b.logs.some((l) => l.includes("sent GOAWAY naming")), "b to hear GOAWAY");
-    // Long enough for a dial to the redirect on loopback.
-    await sleep(1000);
+    await until(
+      () => b.logs.some((l) => l.includes("is not a host named in PEERS")),
+      "b to refuse the redirect",
+    );
+    await settled();
+    assert.ok(
+      dials.started.every((host) => host === `127.0.0.1:${a.port}`),
+      `b dialed only a: ${dials.started.join(", ")}`,
+    );
     assert.equal(peerSessions(elsewhere), 0, "b never dialed a host outside PEERS");
     assert.equal(b.relay.peers.links().length, 1, "the PEERS link and no other");
-    assert.ok(b.logs.some((l) => l.includes("is not a host named in PEERS")), b.logs.join("\n"));
   } finally {
     await b.stop();
     await a.stop();
@@ -82,19 +90,23 @@ Deno.test("a GOAWAY from a dialed peer naming a PEERS host on a port PEERS does 
   // The trap listens on 127.0.0.1, the host PEERS names for a, but on a port of its own.
   const trap = await startTestRelay();
   const a = await startTestRelay({ extra: { goawayUri: `moqt://127.0.0.1:${trap.port}/` } });
-  const b = await dialer([{ host: "127.0.0.1", port: a.port }]);
+  const dials = await peerDials();
+  const b = await dialer([{ host: "127.0.0.1", port: a.port }], { peerTransport: dials.transport });
   try {
     await until(() => b.relay.peers.links().some((l) => l.connected), "b to reach a");
     void a.relay.drain(500);
     await until(() => b.logs.some((l) => l.includes("sent GOAWAY naming")), "b to hear GOAWAY");
-    // Long enough for a dial to the trap on loopback.
-    await sleep(1000);
+    await until(
+      () => b.logs.some((l) => l.includes(`port ${trap.port} is not one PEERS names`)),
+      "b to refuse the redirect",
+    );
+    await settled();
+    assert.ok(
+      dials.started.every((host) => host === `127.0.0.1:${a.port}`),
+      `b dialed only a: ${dials.started.join(", ")}`,
+    );
     assert.equal(peerSessions(trap), 0, "b never dialed another port with a peer credential");
     assert.equal(b.relay.peers.links().length, 1, "the PEERS link and no other");
-    assert.ok(
-      b.logs.some((l) => l.includes(`port ${trap.port} is not one PEERS names`)),
-      b.logs.join("\n"),
-    );
   } finally {
     await b.stop();
     await a.stop();
@@ -127,17 +139,26 @@ Deno.test("a GOAWAY naming a host that resolves to a PEERS address and another d
   // one matching address must not take the credential to the other.
   const trap = await startTestRelay({ extra: { hostname: "127.0.0.2" } });
   const a = await startTestRelay({ extra: { goawayUri: `moqt://mixed.test:${trap.port}/` } });
+  const dials = await peerDials();
   const b = await dialer([{ host: "127.0.0.1", port: a.port }], {
     resolve: (host) => Promise.resolve(host === "mixed.test" ? ["127.0.0.2", "127.0.0.1"] : [host]),
+    peerTransport: dials.transport,
   });
   try {
     await until(() => b.relay.peers.links().some((l) => l.connected), "b to reach a");
     void a.relay.drain(500);
     await until(() => b.logs.some((l) => l.includes("sent GOAWAY naming")), "b to hear GOAWAY");
-    // Long enough for a dial to the trap on loopback.
-    await sleep(1000);
+    await until(
+      () => b.logs.some((l) => l.includes("GOAWAY redirect") && l.includes("not followed")),
+      "b to decide on the redirect",
+    );
+    await settled();
     // The test certificate does not name mixed.test, so a dial fails its handshake; a real
     // attacker holds a certificate for its own name. What counts is that b never dials it.
+    assert.ok(
+      dials.started.every((host) => host === `127.0.0.1:${a.port}`),
+      `b dialed only a: ${dials.started.join(", ")}`,
+    );
     assert.equal(peerSessions(trap), 0);
     const dialedTrap = b.logs.filter((l) => l.includes(`127.0.0.2:${trap.port}`));
     assert.deepEqual(dialedTrap, [], "b never dials 127.0.0.2 with a peer credential");

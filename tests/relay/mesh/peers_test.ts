@@ -9,7 +9,8 @@ import { freeUdpTcpPort, listenQuic } from "../../../src/transport/mod.ts";
 import { testCertificate } from "../../support/certs.ts";
 import { quiet } from "../../support/quiet.ts";
 import { startTestRelay, type TestRelay } from "../../support/test_relay.ts";
-import { until, within } from "../../support/wait.ts";
+import { settled, until, within } from "../../support/wait.ts";
+import { peerDials } from "./_peer_dials.ts";
 
 /** Sessions a relay admitted as peers so far. */
 const peerSessions = (t: TestRelay) =>
@@ -61,17 +62,21 @@ Deno.test("a GOAWAY redirect to a relay already in PEERS uses that link, not a s
   using _q = quiet();
   const c = await startTestRelay();
   const a = await startTestRelay({ extra: { goawayUri: `moqt://127.0.0.1:${c.port}/` } });
+  const dials = await peerDials();
   const b = await dialer([{ host: "127.0.0.1", port: a.port }, {
     host: "127.0.0.1",
     port: c.port,
-  }]);
+  }], { peerTransport: dials.transport });
+  const toC = () => dials.started.filter((host) => host === `127.0.0.1:${c.port}`).length;
   try {
     await until(() => b.relay.peers.links().every((l) => l.connected), "b to reach a and c");
     assert.equal(peerSessions(c), 1);
+    assert.equal(toC(), 1);
     void a.relay.drain(2000);
     await until(() => b.logs.some((l) => l.includes("sent GOAWAY naming")), "b to hear GOAWAY");
-    // Long enough for a second dial to c on loopback.
-    await sleep(1000);
+    await until(() => b.logs.some((l) => l.includes("using that link")), "b to keep its link");
+    await settled();
+    assert.equal(toC(), 1, "b started no second dial to c");
     assert.equal(peerSessions(c), 1, "c saw one peer session from b");
     assert.equal(b.relay.peers.links().length, 2, "the two PEERS links and no other");
   } finally {
@@ -88,8 +93,10 @@ Deno.test("a PEERS name with two addresses is dialed at both, and a GOAWAY namin
   const goawayUri = `moqt://localhost:${port}/`;
   const one = await startTestRelay({ extra: { name: "one", port, goawayUri } });
   const two = await startTestRelay({ extra: { name: "two", hostname: "127.0.0.2", port } });
+  const dials = await peerDials();
   const b = await dialer([{ host: "localhost", port }], {
     resolve: () => Promise.resolve(["127.0.0.1", "127.0.0.2"]),
+    peerTransport: dials.transport,
   });
   try {
     await until(
@@ -102,8 +109,12 @@ Deno.test("a PEERS name with two addresses is dialed at both, and a GOAWAY namin
     ]);
     void one.relay.drain(2000);
     await until(() => b.logs.some((l) => l.includes("using that link")), "b to keep its link");
-    // Long enough for a second dial on loopback.
-    await sleep(1000);
+    await settled();
+    assert.deepEqual(
+      dials.started.toSorted(),
+      [`127.0.0.1:${port}`, `127.0.0.2:${port}`],
+      "one dial to each address, none on the redirect",
+    );
     assert.equal(peerSessions(one), 1);
     assert.equal(peerSessions(two), 1, "the other address saw one peer session from b");
     assert.equal(b.relay.peers.links().length, 2, "the two addresses' links and no other");
@@ -121,6 +132,7 @@ Deno.test("a GOAWAY redirect to a PEERS name that has not resolved yet dials its
   // The name of b's second peer does not resolve until the test says so.
   let resolves = false;
   let lookups = 0;
+  const dials = await peerDials();
   const b = await dialer(
     [{ host: "127.0.0.1", port: a.port }, { host: "localhost", port: c.port }],
     {
@@ -131,6 +143,7 @@ Deno.test("a GOAWAY redirect to a PEERS name that has not resolved yet dials its
           ? Promise.resolve(["127.0.0.1"])
           : Promise.reject(new Error("no such host"));
       },
+      peerTransport: dials.transport,
     },
   );
   const unresolved = () => b.logs.filter((l) => l.includes("does not resolve")).length;
@@ -152,7 +165,12 @@ Deno.test("a GOAWAY redirect to a PEERS name that has not resolved yet dials its
     );
     // The entry's own retry then finds c's link in place and dials nothing more.
     await until(() => lookups === 5, "the entry's retry");
-    await sleep(500);
+    await settled();
+    assert.equal(
+      dials.started.filter((host) => host === cLink).length,
+      1,
+      "b dialed c once, on the redirect",
+    );
     assert.equal(peerSessions(c), 1, "c saw one peer session from b");
     assert.deepEqual(
       b.relay.peers.links().map((l) => l.label).sort(),

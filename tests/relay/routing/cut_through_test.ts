@@ -14,7 +14,7 @@ import {
 } from "../../../src/moq/mod.ts";
 import { dialNet, dialOurs, seeAnnounced } from "../../support/moq.ts";
 import { quiet } from "../../support/quiet.ts";
-import { within } from "../../support/wait.ts";
+import { until, within } from "../../support/wait.ts";
 import { families, sampleValue } from "../../support/prometheus.ts";
 import { startTestRelay, type TestRelay } from "../../support/test_relay.ts";
 
@@ -242,10 +242,8 @@ Deno.test("relay: egress_bytes_total counts every payload byte a subscriber read
     // The relay counts a write once the transport took it, which may come just after the
     // subscriber read it: a few more looks (up to 10 s, far more than it takes).
     let counted = await egress();
-    for (let i = 0; i < 400 && counted !== read; i++) {
-      await new Promise((r) => setTimeout(r, 25));
-      counted = await egress();
-    }
+    await until(async () => (counted = await egress()) === read, "egress to count every byte")
+      .catch(() => {});
     assert.equal(counted, read, `egress_bytes_total ${counted}, the subscriber read ${read} B`);
   }));
 
