@@ -35,7 +35,10 @@ Deno.test("@moq/lite moq-lite-04: their client gets every group from our server 
   });
   const ours = await server.ours;
   // lite-04 has no SUBSCRIBE_DROP: a group skipped during a pause would never arrive.
-  await weServeThem(ours, server.producer, theirs, GROUPS);
+  // "Keeps up" is what is tested: the writer stays within the server's 8-group cache of what
+  // their client has read. Unpaced, a host too loaded to keep up (load average 10+, the full
+  // suite) had the subscriber fall past the cache, a skip the spec requires, not a turn's loss.
+  await weServeThem(ours, server.producer, theirs, GROUPS, 8);
   theirs.close();
   await ours.closed;
   server.stop();
