@@ -135,6 +135,7 @@ async function sluiceFanout(target: "relay" | "raw"): Promise<Row> {
     relayEnv: {},
     settle: 2,
     rampTimeout: 30,
+    rampLimit: 0,
     json: false,
     clientHostBuffer: false,
     auth: target === "relay",

@@ -28,6 +28,9 @@ Deno.test("loadgen arguments are parsed and bad ones named", () => {
   assert.throws(() => parseLoadgenArgs(["--bogus"]), /Unknown argument/);
   assert.equal(parseLoadgenArgs(["--ramp", "200/s"]).ramp, 200);
   assert.equal(parseLoadgenArgs([]).ramp, 0, "unpaced unless asked");
+  assert.equal(parseLoadgenArgs([]).rampLimit, 0, "no ramp limit unless asked");
+  assert.equal(parseLoadgenArgs(["--ramp-limit", "120"]).rampLimit, 120);
+  assert.throws(() => parseLoadgenArgs(["--ramp-limit", "-1"]), /--ramp-limit/);
   assert.equal(parseLoadgenArgs(["--target", "raw"]).target, "raw");
   assert.throws(() => parseLoadgenArgs(["--target", "nginx"]), /--target/);
   assert.throws(

@@ -86,3 +86,49 @@ Deno.test("Deadlines as Timers: setTimeout adds a deadline on the shared timer, 
   assert.deepEqual(fired, ["b"]);
   assert.deepEqual(clock.pending, []);
 });
+
+Deno.test("Deadlines missed together, the timer firing late, fire in time order, ties first-added first", () => {
+  // A timer that fires only when told, at whatever time the test has reached: a busy event loop.
+  let now = 0;
+  let armed: (() => void) | undefined;
+  const deadlines = new Deadlines({
+    timers: {
+      setTimeout: (fn) => (armed = fn),
+      clearTimeout: () => (armed = undefined),
+    },
+    now: () => now,
+  });
+  const fired: string[] = [];
+  deadlines.add(300, () => fired.push("c"));
+  deadlines.add(200, () => fired.push("b1"));
+  deadlines.add(100, () => fired.push("a"));
+  deadlines.add(200, () => fired.push("b2"));
+  const cancelD = deadlines.add(150, () => fired.push("cancelled"));
+  deadlines.add(900, () => fired.push("later"));
+  cancelD();
+  now = 350;
+  armed!();
+  assert.deepEqual(fired, ["a", "b1", "b2", "c"]);
+  assert.equal(deadlines.size, 1);
+});
+
+Deno.test("Deadlines: thousands added and cancelled in any order fire exactly the ones kept, in time order", () => {
+  const clock = new ManualClock(0);
+  const deadlines = deadlinesOn(clock);
+  const fired: number[] = [];
+  const cancels = new Map<number, () => void>();
+  // Deadlines at 1..5000 ms added in a fixed scramble; a third of them cancelled in another.
+  for (let i = 0; i < 5000; i++) {
+    const at = 1 + ((i * 7919) % 5000);
+    cancels.set(at, deadlines.add(at, () => fired.push(at)));
+  }
+  const cancelled = new Set<number>();
+  for (let i = 0; i < 5000; i += 3) cancelled.add(1 + ((i * 31) % 5000));
+  for (const at of cancelled) cancels.get(at)!();
+  assert.equal(deadlines.size, 5000 - cancelled.size);
+  clock.advance(5000);
+  const kept = Array.from({ length: 5000 }, (_, i) => i + 1).filter((at) => !cancelled.has(at));
+  assert.deepEqual(fired, kept);
+  assert.equal(deadlines.size, 0);
+  assert.deepEqual(clock.pending, []);
+});

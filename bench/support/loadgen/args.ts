@@ -35,6 +35,11 @@ export interface LoadgenOptions {
   readonly settle: number;
   /** Give up ramping when no session came up for this many seconds. */
   readonly rampTimeout: number;
+  /**
+   * Stop ramping after this many seconds whatever the progress (0: no limit), so a ramp that
+   * stalls but still trickles still reaches the measure phase.
+   */
+  readonly rampLimit: number;
   /** Leave the subscribers' QUIC socket at the host's receive buffer instead of raising it. */
   readonly clientHostBuffer: boolean;
   /** Print the result as JSON too. */
@@ -45,7 +50,7 @@ export interface LoadgenOptions {
 
 const USAGE = `Usage: deno task loadgen [--subscribers N] [--rate GROUPS_PER_S] [--size BYTES]
   [--duration S] [--workers W] [--concurrency C] [--ramp SESSIONS_PER_S]
-  [--transport quic|webtransport|websocket] [--target relay|raw] [--relay-env K=V]... [--settle S] [--ramp-timeout S]
+  [--transport quic|webtransport|websocket] [--target relay|raw] [--relay-env K=V]... [--settle S] [--ramp-timeout S] [--ramp-limit S]
   [--client-host-buffer] [--heap FILE.heapsnapshot] [--profile FILE.cpuprofile] [--profile-phase ramp|measure] [--profile-seconds S] [--auth] [--json]
 
 Starts a relay process on a free port, one publisher and N subscriber sessions
@@ -72,6 +77,7 @@ export function parseLoadgenArgs(args: readonly string[]): LoadgenOptions {
     "relay-env": { type: "string", multiple: true, default: [] },
     settle: { type: "string", default: "2" },
     "ramp-timeout": { type: "string", default: "30" },
+    "ramp-limit": { type: "string", default: "0" },
     json: { type: "boolean", default: false },
     "client-host-buffer": { type: "boolean", default: false },
     auth: { type: "boolean", default: false },
@@ -121,6 +127,7 @@ export function parseLoadgenArgs(args: readonly string[]): LoadgenOptions {
     relayEnv,
     settle: num("settle", v.settle, 0),
     rampTimeout: num("ramp-timeout", v["ramp-timeout"], 1),
+    rampLimit: num("ramp-limit", v["ramp-limit"], 0),
     json: v.json,
     clientHostBuffer: v["client-host-buffer"],
     auth: v.auth,

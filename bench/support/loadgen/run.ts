@@ -305,6 +305,8 @@ export async function loadgen(
       else stall = 0;
       lastSettled = settled;
       if (stall >= o.rampTimeout) break;
+      // A ramp that stalls but never stops (one session set up now and then) is cut here.
+      if (o.rampLimit > 0 && performance.now() - rampT0 >= o.rampLimit * 1000) break;
     }
     // The last second's setups (the loop may end before a report came in).
     if (setupsSinceTick > 0) perSecond.push(setupsSinceTick);
