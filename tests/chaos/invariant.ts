@@ -1,7 +1,8 @@
 // The one invariant of a chaos run, checked once everything has healed:
 // every acknowledged record is in history exactly once, at its acknowledged
 // position, on every funnel; every subscriber that kept up received it; a
-// subscriber may skip only what its client reports as a gap.
+// subscriber may skip only what its client reports as a gap. The wait before
+// the check ends on the same terms (allDelivered).
 import { parseGroupId } from "../../src/ledger/mod.ts";
 import type { FeedRecord } from "../../src/client/mod.ts";
 import type { RawSubscriber } from "./observers.ts";
@@ -62,6 +63,38 @@ function payloadOf(frame: string): string {
   } catch {
     return `not a record frame: ${frame.slice(0, 40)}`;
   }
+}
+
+/**
+ * The keys of acknowledged appends the Durable Streams reader has not read.
+ * Judged by key, never by count: an append the funnel committed but could not
+ * answer (SIGKILLed first) is read without being acknowledged.
+ */
+export function unreadAppends(
+  read: readonly string[],
+  acked: readonly StreamAcked[],
+): string[] {
+  const keys = new Set(read.map((m) => (JSON.parse(m) as { k?: string }).k));
+  return acked.filter((s) => !keys.has(s.key)).map((s) => s.key);
+}
+
+/** What the wait before the check looks at: the acknowledgements and what arrived so far. */
+export type Arrived = Pick<Evidence, "acked" | "streamAcked" | "raw" | "feed" | "streamRead">;
+
+/**
+ * Whether every subscriber has everything acknowledged, so the wait before the
+ * check may end: the client feed every record, the Durable Streams reader every
+ * append, and each raw subscription open now every record after its first.
+ */
+export function allDelivered(a: Arrived): boolean {
+  const keys = new Set(a.feed.records.map((r) => (r.payload as { k?: string } | undefined)?.k));
+  if (!a.acked.every((r) => keys.has(r.key))) return false;
+  if (a.streamRead && unreadAppends(a.streamRead, a.streamAcked).length > 0) return false;
+  return a.raw.every((r) => {
+    const sub = r.current();
+    if (!sub || sub.first === undefined) return true;
+    return a.acked.every((rec) => rec.seq + 1 <= sub.first! || sub.got.has(rec.seq + 1));
+  });
 }
 
 function sample(items: readonly (string | number)[]): string {
@@ -202,7 +235,7 @@ export function checkInvariant(evidence: Evidence): Checked {
       const k = (JSON.parse(m) as { k?: string }).k;
       if (k !== undefined) seen.set(k, seen.has(k) ? -1 : i);
     });
-    const missing = e.streamAcked.filter((s) => !seen.has(s.key)).map((s) => s.key);
+    const missing = unreadAppends(e.streamRead, e.streamAcked);
     const twice = e.streamAcked.filter((s) => seen.get(s.key) === -1).map((s) => s.key);
     const sorted = [...e.streamAcked].sort((a, b) => a.position - b.position);
     const idx = sorted.map((s) => seen.get(s.key) ?? -1).filter((i) => i >= 0);

@@ -2,7 +2,7 @@
 // JSON, and the invariant flags each way a record can go wrong.
 import assert from "node:assert/strict";
 import { targetsOf } from "./faults.ts";
-import { checkInvariant, type Evidence } from "./invariant.ts";
+import { allDelivered, checkInvariant, type Evidence } from "./invariant.ts";
 import { RawSubscription } from "./observers.ts";
 import type { RawSubscriber } from "./observers.ts";
 import { drawSchedule, formatSchedule, parseSchedule } from "./schedule.ts";
@@ -90,4 +90,21 @@ Deno.test("a schedule is drawn from its seed alone and replays from its JSON", (
     RangeError,
   );
   assert.equal(drawSchedule({ ...options, maxBurst: 0 }, targetsOf).bursts.length, 0);
+});
+
+Deno.test("the wait for delivery ends once each acknowledged append is read, not as many appends", () => {
+  const e = evidence(3);
+  const raw = [{ name: "raw-1", current: () => e.sub } as unknown as RawSubscriber];
+  const append = (k: string) => JSON.stringify({ k });
+  // s1 was committed but never answered (its funnel was SIGKILLed first); s2 was acknowledged.
+  const streamAcked = [
+    { key: "s0", position: 1, body: append("s0") },
+    { key: "s2", position: 3, body: append("s2") },
+  ];
+  const arrived = { ...e, raw, streamAcked, streamRead: [append("s0"), append("s1")] };
+  assert.equal(allDelivered(arrived), false);
+  assert.equal(
+    allDelivered({ ...arrived, streamRead: [...arrived.streamRead, append("s2")] }),
+    true,
+  );
 });

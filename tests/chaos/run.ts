@@ -5,7 +5,7 @@ import { sleep } from "../../src/timers/mod.ts";
 import { fullHistory } from "../funnel/_replicas.ts";
 import { startCluster } from "./cluster.ts";
 import { inject } from "./faults.ts";
-import { type Checked, checkInvariant, type HistoryRecord } from "./invariant.ts";
+import { allDelivered, type Checked, checkInvariant, type HistoryRecord } from "./invariant.ts";
 import { certificateHash, ClientFeed, RawSubscriber, StreamReader } from "./observers.ts";
 import type { FaultEvent, Schedule } from "./schedule.ts";
 import { scenarioNamed } from "./scenarios.ts";
@@ -194,16 +194,14 @@ export async function runOnce(
       await sleep(200);
     }
     // Delivery: wait until every subscriber has what it should, or the settle time is up.
-    const delivered = (): boolean => {
-      const keys = new Set(feed.records.map((r) => (r.payload as { k?: string } | undefined)?.k));
-      if (!book.acked.every((a) => keys.has(a.key))) return false;
-      if (reader && reader.messages.length < book.streamAcked.length) return false;
-      return raw.every((r) => {
-        const sub = r.current();
-        if (!sub || sub.first === undefined) return true;
-        return book.acked.every((a) => a.seq + 1 <= sub.first! || sub.got.has(a.seq + 1));
+    const delivered = (): boolean =>
+      allDelivered({
+        acked: book.acked,
+        streamAcked: book.streamAcked,
+        raw,
+        feed,
+        streamRead: reader?.messages,
       });
-    };
     // Anything a subscriber received since the last look counts as progress.
     const progress = (): string =>
       [feed.records.length, reader?.messages.length ?? 0, ...raw.map((r) => r.current()?.got.size)]
