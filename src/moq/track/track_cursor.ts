@@ -144,9 +144,13 @@ export class TrackCursor {
         if (read === "reading") return undefined;
         if (gap.remaining === 0) this.#endGap();
         if (typeof read === "object") return read;
-        // None there: delivered should it still be written.
+        // None there when it was read: delivered should it still be written. It may have been
+        // written since the read, and dropped from the cache before this cursor came for the
+        // answer (a relay's burst once its route is back): then the arrivals still held are
+        // looked at again, and if it is not among them it is read back (see PassedHoles).
         this.#passed++;
-        this.#holes.passed(this.#passed, this.#passed + 1, ring.written);
+        const since = this.#source.written(this.#passed) ? -1 : ring.written;
+        this.#holes.passed(this.#passed, this.#passed + 1, since);
         continue;
       }
       const next = this.#passed + 1;
