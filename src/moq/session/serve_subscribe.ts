@@ -10,7 +10,12 @@ import {
 } from "../codec/mod.ts";
 import { normalizePath } from "../../path/mod.ts";
 import type { Sender } from "../sender.ts";
-import { type CachedGroup, type TrackCursor, TrackProducer } from "../track/mod.ts";
+import {
+  type CachedGroup,
+  type LiveFrames,
+  type TrackCursor,
+  TrackProducer,
+} from "../track/mod.ts";
 import type { SessionCore } from "./core.ts";
 import { DeliveryGaps } from "./delivery_gaps.ts";
 import { LATE_GROUP_WAIT_MS } from "./subscription.ts";
@@ -146,6 +151,7 @@ class ServedSubscription {
 
   /** Releases the cursor, the timer and the session listener. */
   close(): void {
+    this.#halted = true;
     this.#wake.dispose();
     this.#streams.dispose();
     this.#cursor.close();
@@ -197,9 +203,21 @@ class ServedSubscription {
       // A newer group on a stream shows the subscriber any datagram lost before it.
       if (this.#tail && group.sequence > this.#tail.sequence) this.#tail = undefined;
       if (this.#halted) return false;
+      const live = group.live;
+      if (live && this.#cursor.flowControlled) void this.#watch(group.sequence, live);
       const waited = this.#streams.send(group);
       if (waited) await waited;
     }
+  }
+
+  // A group of a flow-controlled track abandoned (reset) mid-way did not reach the subscriber
+  // whole: the cursor delivers it again should it be written again (see TrackCursor.abandoned).
+  // Media tracks are not watched: a group their publisher abandoned is simply gone.
+  async #watch(sequence: number, live: LiveFrames): Promise<void> {
+    while (live.state === "open") await live.changed();
+    if (live.state !== "reset" || this.#halted) return;
+    this.#cursor.abandoned(sequence);
+    this.#wake.wake();
   }
 
   // A group abandoned by its publisher, or past the max latency, is not started (and
@@ -207,6 +225,7 @@ class ServedSubscription {
   #sendable(group: CachedGroup): boolean {
     const expired = this.#streams.expired(group);
     if (!expired && group.live?.state !== "reset") return true;
+    if (!expired) this.#cursor.abandoned(group.sequence);
     if (expired) this.#core.stats.groupsExpired++;
     this.#core.stats.groupsSkipped++;
     return false;

@@ -42,7 +42,7 @@ export class PassedHoles {
   /** Remembers `[from, to)` as passed over; arrivals from index `next` on may fill them. */
   passed(from: number, to: number, next: number): void {
     const holes = this.#holes ??= new Set();
-    if (holes.size === 0) this.#scan = next;
+    this.#scan = holes.size === 0 ? next : Math.min(this.#scan, next);
     for (let s = from; s < to; s++) holes.add(s);
     while (holes.size > MAX_PASSED_HOLES) holes.delete(holes.values().next().value!);
   }
@@ -68,6 +68,8 @@ export class PassedHoles {
       const sequence = ring.sequenceAt(index);
       if (sequence === undefined || !holes.has(sequence)) continue;
       const group = ring.at(index);
+      // An arrival abandoned mid-way is no answer: it may come again whole.
+      if (group?.live?.state === "reset") continue;
       if (group) {
         holes.delete(sequence);
         return group;

@@ -113,6 +113,26 @@ export class TrackCursor {
     return group;
   }
 
+  /** True when the track is flow controlled: every group is wanted (see {@linkcode abandoned}). */
+  get flowControlled(): boolean {
+    return this.#source.flow !== undefined;
+  }
+
+  /**
+   * Group `sequence`, delivered by this cursor, was abandoned mid-way (reset)
+   * before its subscriber had all of it. With flow control, where every
+   * group is wanted, it is delivered again should it be written again whole
+   * (a relay fetches it anew); otherwise nothing changes.
+   */
+  abandoned(sequence: number): void {
+    if (!this.#source.flow || sequence < this.#min) return;
+    const ring = this.#ring;
+    const held = ring.find(sequence);
+    // Written again already: from that arrival on, else from the next one.
+    const from = held && held.live?.state !== "reset" ? held.index : ring.written;
+    this.#holes.passed(sequence, sequence + 1, from);
+  }
+
   /** True while groups the cache dropped are being read back for this cursor. */
   get reading(): boolean {
     return this.#gap !== undefined;

@@ -235,7 +235,7 @@ export class TrackProducer {
     const given = options.timestamp === undefined ? undefined : checkedTimestamp(options.timestamp);
     const late = sequence < this.#seen.highest;
     // A group abandoned mid-way (reset) may come again whole, from another upstream.
-    if (!this.#seen.add(sequence) && this.#ring.find(sequence)?.live?.state !== "reset") {
+    if (!this.#seen.add(sequence) && !this.#abandoned(sequence)) {
       this.#stale++;
       return false;
     }
@@ -324,7 +324,7 @@ export class TrackProducer {
     writtenAt: number,
   ): Promise<CachedGroup | undefined> => {
     const group = await this.fetch(sequence, signal, writtenAt);
-    if (!group && !signal.aborted && this.#seen.check(sequence) === "seen") {
+    if (!group && !signal.aborted && this.holds(sequence) === "written") {
       throw new Error(`Cannot read back group "${sequence}": not found where it was written`);
     }
     return group;

@@ -115,6 +115,8 @@ export class TrackDistributor {
   readonly producer: TrackProducer;
   readonly #opts: DistributorOptions;
   readonly #trackLabel: { track: string };
+  // Flow controlled: every group is wanted (see flowControl).
+  readonly #everyGroup: boolean;
   #feed: Feed | undefined;
   #target: RouteSource | undefined;
   readonly #repair: GapRepair;
@@ -129,6 +131,7 @@ export class TrackDistributor {
     this.path = options.path;
     this.track = options.track;
     this.#trackLabel = { track: `/${options.path}/${options.track}` };
+    this.#everyGroup = options.info?.ordered === true;
     const m = options.metrics;
     const egress = m.egressBytesTotal.bind(this.#trackLabel);
     const delivery = m.groupDeliverySeconds.bind(this.#trackLabel);
@@ -306,11 +309,12 @@ export class TrackDistributor {
       // A late group (retransmitted after newer ones) is taken too; a duplicate is refused,
       // which is also what keeps the old and the new upstream of a switch from doubling up.
       // A group still arriving goes to subscribers at once and grows in the ring.
-      this.producer.writeGroup(
+      const took = this.producer.writeGroup(
         group.sequence,
         group.live ?? group.frames,
         stamped(group.exactTimestamp ?? group.timestamp),
       );
+      if (took && group.live && this.#everyGroup) void this.#watch(group.sequence, group.live);
       // After a switch, what the old route did not deliver will not come late from it.
       this.#repair.received(group.sequence, feed.switched);
       feed.switched = false;
@@ -322,6 +326,14 @@ export class TrackDistributor {
       span?.end();
     }
     countOverflows();
+  }
+
+  // A group of a flow-controlled track abandoned mid-way (its upstream session ended while it
+  // arrived) is repaired as a gap would be. Only there: a media publisher abandons a group on
+  // purpose (past its max latency) and would answer every FETCH of it "not found".
+  async #watch(sequence: number, live: LiveFrames): Promise<void> {
+    await ended(live);
+    if (live.state === "reset" && !this.#ended) this.#repair.abandoned(sequence);
   }
 
   #countBytes(feed: Feed, bytes: number): void {

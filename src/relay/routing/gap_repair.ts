@@ -1,6 +1,6 @@
-import { DeliveryGaps, type GroupFetcher, type TrackProducer } from "../../moq/mod.ts";
+import { DeliveryGaps, type GroupFetcher, LiveFrames, type TrackProducer } from "../../moq/mod.ts";
 import type { RelayMetrics } from "../metrics/mod.ts";
-import { stamped } from "./upstream_track.ts";
+import { ended, stamped } from "./upstream_track.ts";
 import { systemTimers, type Timers } from "../../timers/mod.ts";
 
 /**
@@ -304,6 +304,12 @@ export class GapRepair {
       producer.writeGroup(sequence, fetched.frames, stamped(fetched.timestamp));
     } catch {
       return false; // a peer's answer the ring cannot take (a timestamp out of range)
+    }
+    // An answer still arriving repairs the group once it ended whole; one reset mid-way (its
+    // route's session ended) was an attempt that failed: the group is missing again.
+    if (fetched.frames instanceof LiveFrames) {
+      await ended(fetched.frames);
+      if (this.#stopped || fetched.frames.state === "reset") return false;
     }
     this.#attempts.delete(sequence);
     this.#opts.metrics.groupRepairsTotal.inc();

@@ -1,7 +1,7 @@
 // Gap repair at any gap size: every group the ring can still take is asked for, a window at a
 // time; what it cannot take is given up and counted, and no state is left behind.
 import assert from "node:assert/strict";
-import { type FetchedGroup, TrackProducer } from "../../../src/moq/mod.ts";
+import { type FetchedGroup, LiveFrames, TrackProducer } from "../../../src/moq/mod.ts";
 import { createRelayMetrics } from "../../../src/relay/metrics/relay_metrics.ts";
 import {
   GAP_REPAIR_WAIT_MS,
@@ -13,10 +13,10 @@ import { until } from "../../support/wait.ts";
 
 const FRAME = [new Uint8Array([1])];
 
-/** A FETCH the test answers by hand: `found` with the group, or not found. */
+/** A FETCH the test answers by hand: `found` with the group (or one still arriving), or not found. */
 interface Asked {
   readonly sequence: number;
-  answer(found: boolean): void;
+  answer(found: boolean | LiveFrames): void;
 }
 
 function setup() {
@@ -34,7 +34,8 @@ function setup() {
           sequence,
           answer: (found) => {
             pending.delete(a);
-            resolve(found ? { frames: FRAME, timestamp: 0 } : undefined);
+            const frames = found instanceof LiveFrames ? found : FRAME;
+            resolve(found ? { frames, timestamp: 0 } : undefined);
           },
         };
         asked.push(a);
@@ -193,5 +194,49 @@ Deno.test("one gap the route cannot fetch does not cost another gap repaired wit
   assert.equal(metrics.groupRepairsTotal.value(), 2, logs.join("\n"));
   assert.equal(metrics.subscriberSkipsTotal.value(), 1);
   assert.ok(logs.some((l) => l.includes("2 group(s) in 1..2 lost")), logs.join("\n"));
+  assert.equal(repair.firstMissing, undefined);
+});
+
+Deno.test("an answer reset mid-way (its route's session ended) is a failed attempt: the group is asked for again and repaired whole", async () => {
+  const { clock, metrics, producer, asked, pending, repair, live } = setup();
+  live(0);
+  live(2);
+  clock.advance(GAP_REPAIR_WAIT_MS);
+  await until(() => pending.size === 1, "the FETCH of group 1");
+  const cut = new LiveFrames(0n);
+  cut.push(new Uint8Array([1]));
+  for (const a of [...pending]) a.answer(cut);
+  await until(() => producer.group(1) !== undefined, "the answer in the ring");
+  cut.reset();
+  await until(() => clock.pending.length > 0, "the retry to be set");
+  assert.equal(producer.holds(1), "missing", "an abandoned group is missing");
+  assert.equal(repair.firstMissing, 1);
+  assert.equal(metrics.groupRepairsTotal.value(), 0, "not a repair");
+  clock.fireNext();
+  await until(() => pending.size === 1, "the second FETCH of group 1");
+  for (const a of [...pending]) a.answer(true);
+  await until(() => metrics.groupRepairsTotal.value() === 1, "the repair");
+  assert.deepEqual(asked.map((a) => a.sequence), [1, 1]);
+  assert.equal(producer.holds(1), "written");
+  assert.equal(producer.group(1)?.complete, true);
+  assert.equal(metrics.subscriberSkipsTotal.value(), 0);
+  assert.equal(repair.firstMissing, undefined);
+});
+
+Deno.test("a group the upstream abandoned mid-way is asked for at once", async () => {
+  const { metrics, producer, pending, repair, live } = setup();
+  live(0);
+  const cut = new LiveFrames(0n);
+  cut.push(new Uint8Array([1]));
+  producer.writeGroup(1, cut);
+  repair.received(1, false);
+  live(2);
+  cut.reset();
+  repair.abandoned(1);
+  assert.equal(repair.firstMissing, 1);
+  await until(() => pending.size === 1, "the FETCH of group 1");
+  for (const a of [...pending]) a.answer(true);
+  await until(() => metrics.groupRepairsTotal.value() === 1, "the repair");
+  assert.equal(producer.group(1)?.complete, true);
   assert.equal(repair.firstMissing, undefined);
 });
