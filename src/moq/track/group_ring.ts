@@ -3,6 +3,13 @@ import { CachedGroup, type GroupFrames } from "./cached_group.ts";
 /** Most groups a producer keeps beyond its cache size for a burst (`burstMs`). */
 export const MAX_BURST_GROUPS = 256;
 
+/**
+ * Most dropped arrivals abandoned part-way a {@linkcode GroupRing} remembers
+ * ({@linkcode GroupRing.abandonedGone}): as many as the late groups a
+ * producer still takes below its newest (4096).
+ */
+export const MAX_ABANDONED_GONE = 4096;
+
 /** How much of a track a {@linkcode GroupRing} keeps besides its group count. */
 export interface RingLimits {
   /** Groups written longer ago than this many ms are dropped (0: no age limit). */
@@ -46,6 +53,10 @@ export class GroupRing {
   // The hand-overs of arrivals still held, oldest first: those below `end` (and at or above
   // the previous one's end) were handed to the cursors at `at`. At most one per arrival held.
   readonly #handOvers: { end: number; at: number }[] = [];
+  // Sequences whose last arrival was abandoned part-way (reset) when it was dropped, until the
+  // sequence arrives again: such a group was never held whole. Made at the first, oldest first,
+  // at most MAX_ABANDONED_GONE.
+  #abandonedGone: Set<number> | undefined;
 
   /** An empty ring of `size` groups (at least 1). */
   constructor(size: number, burstMs: number, clock: () => number, limits: RingLimits = {}) {
@@ -99,6 +110,7 @@ export class GroupRing {
     estimate?: number,
   ): CachedGroup {
     const group = new CachedGroup(sequence, frames, timestamp, this.#written++, now, estimate);
+    this.#abandonedGone?.delete(sequence);
     this.#slots.push(group);
     this.#held++;
     const bytes = this.#bytes;
@@ -149,6 +161,7 @@ export class GroupRing {
     const gone = slots[i] as CachedGroup;
     this.#held--;
     this.#bytes?.removed(gone);
+    if (gone.live?.state === "reset") this.#goneAbandoned(gone, i);
     if (i > 0) {
       slots[i] = { index: gone.index, sequence: gone.sequence, writtenAt: gone.writtenAt };
       return;
@@ -158,6 +171,28 @@ export class GroupRing {
     while (slots.length > 0 && !(slots[0] instanceof CachedGroup)) {
       this.#goneWrittenAt = slots.shift()!.writtenAt;
     }
+  }
+
+  // Remembers a dropped arrival abandoned part-way, unless a later arrival of its sequence is
+  // held (a group abandoned is taken again whole; the earlier arrival of equals drops first).
+  #goneAbandoned(gone: CachedGroup, i: number): void {
+    const slots = this.#slots;
+    for (let j = i + 1; j < slots.length; j++) {
+      const g = slots[j]!;
+      if (g instanceof CachedGroup && g.sequence === gone.sequence) return;
+    }
+    const set = this.#abandonedGone ??= new Set();
+    set.add(gone.sequence);
+    if (set.size > MAX_ABANDONED_GONE) set.delete(set.values().next().value!);
+  }
+
+  /**
+   * True when `sequence`'s last arrival, abandoned part-way (reset), was
+   * dropped and the sequence has not arrived again since: it was never held
+   * whole. Remembered for the last {@linkcode MAX_ABANDONED_GONE} such.
+   */
+  abandonedGone(sequence: number): boolean {
+    return this.#abandonedGone?.has(sequence) ?? false;
   }
 
   /** The group at arrival index `index`, if still held. */

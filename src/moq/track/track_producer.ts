@@ -269,9 +269,11 @@ export class TrackProducer {
     return seen === "new" ? "missing" : "too old";
   }
 
-  // Whether the cache's latest arrival of `sequence` is a group abandoned part-way.
+  // Whether the cache's latest arrival of `sequence` is a group abandoned part-way, or was when
+  // the cache dropped it (a group still missing whole once its partial arrival left the cache).
   #abandoned(sequence: number): boolean {
-    return this.#ring.find(sequence)?.live?.state === "reset";
+    const held = this.#ring.find(sequence);
+    return held ? held.live?.state === "reset" : this.#ring.abandonedGone(sequence);
   }
 
   /** The lowest sequence a late group may have and still be written (0 before the first group). */

@@ -240,3 +240,30 @@ Deno.test("a group the upstream abandoned mid-way is asked for at once", async (
   assert.equal(producer.group(1)?.complete, true);
   assert.equal(repair.firstMissing, undefined);
 });
+
+Deno.test("an abandoned group whose partial arrival the ring dropped before its retry is still asked for again", async () => {
+  const { clock, metrics, producer, asked, pending, repair, live } = setup();
+  live(0);
+  live(2);
+  clock.advance(GAP_REPAIR_WAIT_MS);
+  await until(() => pending.size === 1, "the FETCH of group 1");
+  const cut = new LiveFrames(0n);
+  cut.push(new Uint8Array([1]));
+  for (const a of [...pending]) a.answer(cut);
+  await until(() => producer.group(1) !== undefined, "the answer in the ring");
+  cut.reset();
+  await until(() => clock.pending.length > 0, "the retry to be set");
+  // The track goes on past the ring's 16 groups before the retry: the partial group 1 leaves it.
+  for (let s = 3; s < 3 + 20; s++) live(s);
+  assert.equal(producer.group(1), undefined, "the partial arrival was dropped");
+  // Group 1 was never written whole: it is still missing, and is asked for again.
+  assert.equal(producer.holds(1), "missing", "a group never written whole is missing");
+  clock.fireNext();
+  await until(() => pending.size === 1 || asked.length > 1, "the second FETCH of group 1");
+  for (const a of [...pending]) a.answer(true);
+  await until(() => metrics.groupRepairsTotal.value() === 1, "the repair");
+  assert.deepEqual(asked.map((a) => a.sequence), [1, 1]);
+  assert.equal(producer.holds(1), "written");
+  assert.equal(metrics.subscriberSkipsTotal.value(), 0);
+  assert.equal(repair.firstMissing, undefined);
+});
