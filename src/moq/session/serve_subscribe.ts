@@ -204,7 +204,12 @@ class ServedSubscription {
       if (this.#tail && group.sequence > this.#tail.sequence) this.#tail = undefined;
       if (this.#halted) return false;
       const live = group.live;
-      if (live && this.#cursor.flowControlled) void this.#watch(group.sequence, live);
+      // Only where a stream can be reset (WebSocket's QMux): Deno's QUIC, and our WebTransport
+      // over it, finish a stream they abort, so the subscriber took the partial group as whole
+      // (docs/relay.md, "Deno's QUIC cannot reset a stream") and a second copy is a duplicate.
+      if (live && this.#cursor.flowControlled && this.#core.transport.transport === "websocket") {
+        void this.#watch(group.sequence, live);
+      }
       const waited = this.#streams.send(group);
       if (waited) await waited;
     }
