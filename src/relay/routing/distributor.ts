@@ -342,12 +342,16 @@ export class TrackDistributor {
   }
 
   // The frames of a cut-through group after its first, counted once it ended. One its
-  // publisher abandoned is not held (see TrackProducer.holds): it is repaired like a group
-  // that never came, from an upstream that has it whole.
+  // publisher abandoned is not held (see TrackProducer.holds); on a flow-controlled track it is
+  // repaired like a group that never came, from an upstream that has it whole. A media
+  // publisher abandons groups on purpose, most often on a congested link: asking for them again
+  // would only add FETCHes there, each answered "not found".
   async #countRest(feed: Feed, sequence: number, live: LiveFrames, counted: number): Promise<void> {
     await ended(live);
     if (live.bytes > counted) this.#countBytes(feed, live.bytes - counted);
-    if (live.state === "reset" && !this.#ended) this.#repair.abandoned(sequence);
+    if (live.state === "reset" && !this.#ended && this.#everyGroup) {
+      this.#repair.abandoned(sequence);
+    }
   }
 
   // Nobody is left to serve: after a grace period, the relay is told (it releases the upstream).

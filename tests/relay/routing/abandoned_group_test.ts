@@ -36,6 +36,7 @@ Deno.test("relay: a group its publisher abandoned part-way is fetched upstream a
   // The publisher's history: every group whole, as a funnel's ledger holds its records.
   const history = new Map<number, Uint8Array[]>();
   const producer = new TrackProducer({
+    ordered: true, // a funnel's records: every group is wanted (media abandons groups on purpose)
     cache: 8,
     fetchMissing: (sequence) => {
       const frames = history.get(sequence);
