@@ -5,32 +5,15 @@
 // relay must not open a second stream for the same sequence, which a subscriber that does not
 // drop duplicate sequences (ours does) would take as a second record.
 import assert from "node:assert/strict";
-import { LiveFrames, type ReceivedGroup, TrackProducer } from "../../../src/moq/mod.ts";
+import { LiveFrames, TrackProducer } from "../../../src/moq/mod.ts";
 import type { Session } from "../../../src/transport/mod.ts";
 import { decodeVarint } from "../../../src/wire/mod.ts";
 import { dialOurs, seeAnnounced } from "../../support/moq.ts";
 import { quiet } from "../../support/quiet.ts";
-import { within } from "../../support/wait.ts";
 import { startTestRelay } from "../../support/test_relay.ts";
+import { next, PATH, publisher, TRACK, WS } from "./_abandoned.ts";
 
 const enc = new TextEncoder();
-const PATH = "room/1";
-const TRACK = "chat";
-const WS = { webSocket: ["qmux-02" as const] };
-
-async function next(it: AsyncIterator<ReceivedGroup>, what: string): Promise<ReceivedGroup> {
-  const r = await within(it.next(), 20_000, what);
-  assert.ok(!r.done, "the subscription ended");
-  return r.value;
-}
-
-function publisher(port: number, producer: TrackProducer) {
-  return dialOurs(port, {
-    ...WS,
-    moq: { serve: (r) => (r.path === PATH && r.track === TRACK ? producer : "not_found") },
-  });
-}
-
 // Records the sequence of each group stream the relay opens to the session (moq-lite: the
 // stream type 0, then the GROUP header's length, subscription id and sequence), from a copy of
 // its bytes.

@@ -3,31 +3,14 @@
 // funnel's records), the relay asks for it again and its subscribers get it whole, once.
 // Over WebSocket: there a session's end resets its streams (Deno's QUIC cannot reset one).
 import assert from "node:assert/strict";
-import { LiveFrames, type ReceivedGroup, TrackProducer } from "../../../src/moq/mod.ts";
+import { LiveFrames, TrackProducer } from "../../../src/moq/mod.ts";
 import { dialOurs, seeAnnounced } from "../../support/moq.ts";
 import { quiet } from "../../support/quiet.ts";
-import { within } from "../../support/wait.ts";
 import { startTestRelay } from "../../support/test_relay.ts";
+import { next, PATH, publisher, TRACK, WS } from "./_abandoned.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
-const PATH = "room/1";
-const TRACK = "chat";
-const WS = { webSocket: ["qmux-02" as const] };
-
-async function next(it: AsyncIterator<ReceivedGroup>, what: string): Promise<ReceivedGroup> {
-  const r = await within(it.next(), 20_000, what);
-  assert.ok(!r.done, "the subscription ended");
-  return r.value;
-}
-
-function publisher(port: number, producer: TrackProducer) {
-  return dialOurs(port, {
-    ...WS,
-    moq: { serve: (r) => (r.path === PATH && r.track === TRACK ? producer : "not_found") },
-  });
-}
-
 Deno.test("relay: a record reset mid-way by its publisher's session ending reaches subscribers whole once the publisher is back", async () => {
   using _q = quiet();
   // The shipped publisher grace: the track waits for its publisher to come back.
