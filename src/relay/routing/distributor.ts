@@ -309,12 +309,11 @@ export class TrackDistributor {
       // A late group (retransmitted after newer ones) is taken too; a duplicate is refused,
       // which is also what keeps the old and the new upstream of a switch from doubling up.
       // A group still arriving goes to subscribers at once and grows in the ring.
-      const took = this.producer.writeGroup(
+      this.producer.writeGroup(
         group.sequence,
         group.live ?? group.frames,
         stamped(group.exactTimestamp ?? group.timestamp),
       );
-      if (took && group.live && this.#everyGroup) void this.#watch(group.sequence, group.live);
       // After a switch, what the old route did not deliver will not come late from it.
       this.#repair.received(group.sequence, feed.switched);
       feed.switched = false;
@@ -328,21 +327,14 @@ export class TrackDistributor {
     countOverflows();
   }
 
-  // A group of a flow-controlled track abandoned mid-way (its upstream session ended while it
-  // arrived) is repaired as a gap would be. Only there: a media publisher abandons a group on
-  // purpose (past its max latency) and would answer every FETCH of it "not found".
-  async #watch(sequence: number, live: LiveFrames): Promise<void> {
-    await ended(live);
-    if (live.state === "reset" && !this.#ended) this.#repair.abandoned(sequence);
-  }
-
   #countBytes(feed: Feed, bytes: number): void {
     this.#opts.metrics.ingressBytesTotal.inc(this.#trackLabel, bytes);
     feed.meter?.add(bytes);
   }
 
   // The frames of a cut-through group after its first, counted once it ended. One its
-  // publisher abandoned is not held (see TrackProducer.holds); on a flow-controlled track it is
+  // publisher abandoned (a reset, or its upstream session ended while it arrived) is not held
+  // (see TrackProducer.holds); on a flow-controlled track it is
   // repaired like a group that never came, from an upstream that has it whole. A media
   // publisher abandons groups on purpose, most often on a congested link: asking for them again
   // would only add FETCHes there, each answered "not found".
