@@ -62,6 +62,8 @@ export function refusalKind(code: number): MoqErrorCode | undefined {
   if (code === MoqCode.Unauthorized) return "unauthorized";
   if (code === MoqCode.NotFound) return "not_found";
   if (code === MoqCode.Old) return "gone";
+  // A server over one of its limits (too many lookups): refused, not absent.
+  if (code === MoqCode.BoundsExceeded) return "refused";
   return undefined;
 }
 

@@ -20,8 +20,8 @@ import {
   type FetchStart,
   type Location,
 } from "./fetch_codec.ts";
-import { type IetfCore, MAX_FETCH_GROUPS, MAX_SERVED_FETCHES, SubscribeErrorCode } from "./core.ts";
-import { refusalCode } from "./refusal.ts";
+import { type IetfCore, MAX_FETCH_GROUPS, MAX_SERVED_FETCHES } from "./core.ts";
+import { decisionRefusal, refusalCode } from "./refusal.ts";
 import * as m from "./messages.ts";
 import type { Reply } from "./serve.ts";
 import { IetfCode, type IetfDraft } from "./version.ts";
@@ -90,10 +90,8 @@ export async function serveFetch(
       core.log("serve", `moq-transport: serve handler failed: ${errorText(err)}`);
     }
     if (!(decision instanceof TrackProducer)) {
-      return await refuse(
-        decision === "unauthorized" ? SubscribeErrorCode.Unauthorized : code.notFound,
-        decision === "unauthorized" ? "unauthorized" : "not found",
-      );
+      const refusal = decisionRefusal(decision, d);
+      return await refuse(refusal.code, refusal.reason);
     }
     // A relay that has only just subscribed upstream knows no largest yet: an explicit end is
     // taken as asked, and the groups its cache lacks are asked of the upstream.

@@ -61,3 +61,20 @@ const DRAFT_20: Readonly<Record<Refusal, number>> = {
 export function refusalCode(why: Refusal, draft: IetfDraft): number {
   return (draft < 16 ? DRAFT_14 : draft < 17 ? DRAFT_16 : DRAFT_20)[why];
 }
+
+/**
+ * The code and reason a request the application did not serve a track for
+ * (its serve decision) is refused with.
+ */
+export function decisionRefusal(
+  decision: "not_found" | "unauthorized" | "too_many" | undefined,
+  draft: IetfDraft,
+): { readonly code: number; readonly reason: string } {
+  if (decision === "unauthorized") {
+    return { code: refusalCode("unauthorized", draft), reason: "unauthorized" };
+  }
+  if (decision === "too_many") {
+    return { code: refusalCode("too-many", draft), reason: "too many track lookups, retry later" };
+  }
+  return { code: refusalCode("does-not-exist", draft), reason: "not found" };
+}

@@ -9,7 +9,7 @@ import { Sender } from "../sender.ts";
 import { concatBytes } from "../../wire/mod.ts";
 import { DEFAULT_BYTES_IN_FLIGHT } from "../session/mod.ts";
 import { type IetfCore, MAX_SERVED_SUBSCRIPTIONS, type ServedSub, trackKey } from "./core.ts";
-import { type Refusal, refusalCode } from "./refusal.ts";
+import { decisionRefusal, type Refusal, refusalCode } from "./refusal.ts";
 import { frameControl, Msg } from "./control.ts";
 import * as m from "./messages.ts";
 import { encodeObject, encodeSubgroupHeader } from "./objects.ts";
@@ -88,9 +88,10 @@ export async function serveSubscribe(
       ...(start === undefined ? {} : { start }),
     });
     if (!(decision instanceof TrackProducer)) {
-      return await (decision === "unauthorized"
-        ? refuse("unauthorized", "unauthorized")
-        : refuse("does-not-exist", "not found"));
+      const { code, reason } = decisionRefusal(decision, d);
+      return await reply.write(
+        m.requestError("subscribe", { requestId: s.requestId, code, reason }, d),
+      );
     }
     if (stop.signal.aborted || core.isClosed) return;
     // Every draft: a range whose end group is already complete (a later group exists) SHOULD be

@@ -9,7 +9,7 @@ import { errorText } from "../../error_text/mod.ts";
 import { normalizePath, pathProblem } from "../../path/mod.ts";
 import { TrackProducer } from "../track/mod.ts";
 import { type IetfCore, MAX_STATUS_REQUESTS } from "./core.ts";
-import { refusalCode } from "./refusal.ts";
+import { decisionRefusal, refusalCode } from "./refusal.ts";
 import * as m from "./messages.ts";
 import type { Reply } from "./serve.ts";
 import { trackStatusOk } from "./status_codec.ts";
@@ -45,10 +45,8 @@ export async function serveTrackStatus(
     core.statusRequests--;
   }
   if (!(decision instanceof TrackProducer)) {
-    return await refuse(
-      decision === "unauthorized" ? refusalCode("unauthorized", d) : notFound,
-      decision === "unauthorized" ? "unauthorized" : "not found",
-    );
+    const { code, reason } = decisionRefusal(decision, d);
+    return await refuse(code, reason);
   }
   const latest = decision.latest === undefined ? undefined : decision.group(decision.latest);
   const largest = latest

@@ -56,11 +56,15 @@ export function refuse(
  * under native QUIC and WebTransport, sends a bare FIN, which the peer
  * reads as not found.
  */
-export function refusalReason(why: "not_found" | "unauthorized" | "gone"): StreamError {
+export function refusalReason(
+  why: "not_found" | "unauthorized" | "gone" | "too_many",
+): StreamError {
   const code = why === "unauthorized"
     ? MoqCode.Unauthorized
     : why === "gone"
     ? MoqCode.Old
+    : why === "too_many"
+    ? MoqCode.BoundsExceeded
     : MoqCode.NotFound;
   return new StreamError("reset", code, why);
 }
@@ -103,7 +107,12 @@ export async function serveFetch(
     if (!gone) core.log("fetch", `fetching group ${m.group} failed: ${errorText(err)}`);
   }
   if (!track || !group) {
-    w.abort(refusalReason(decision === "unauthorized" ? decision : gone ? "gone" : "not_found"));
+    const why = decision === "unauthorized" || decision === "too_many"
+      ? decision
+      : gone
+      ? "gone"
+      : "not_found";
+    w.abort(refusalReason(why));
     return;
   }
   await writeFetched(core, w, group, track);

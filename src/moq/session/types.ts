@@ -22,8 +22,13 @@ export interface ServeRequest {
   readonly start?: number;
 }
 
-/** The application's answer: a source to serve from, or a refusal. */
-export type ServeDecision = TrackProducer | "not_found" | "unauthorized" | undefined;
+/**
+ * The application's answer: a source to serve from, or a refusal
+ * ("too_many": the session asked more of the server than it will do now,
+ * such as more lookups of unknown tracks than its budget; asking later may
+ * succeed).
+ */
+export type ServeDecision = TrackProducer | "not_found" | "unauthorized" | "too_many" | undefined;
 
 /** Decides per request whether and from which source to serve. */
 export type ServeHandler = (request: ServeRequest) => ServeDecision | Promise<ServeDecision>;
