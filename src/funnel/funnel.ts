@@ -106,7 +106,8 @@ export async function startFunnel(
   try {
     verifier ??= config.auth ? await openVerifier(config.auth) : undefined;
     // FETCHes past the live tracks' recent groups are answered from the ledger.
-    const records = new RecordFetcher(ledger);
+    // Subscriptions' storage lookups are budgeted by the rate limits' clock.
+    const records = new RecordFetcher(ledger, deps.now ? { lookups: { now: deps.now } } : {});
     live = await startLiveSide(config, deps, verifier, log, records, metrics);
     subscribeLive(ledger, live, metrics, clock);
     if (deps.reader) ledger.commits.subscribe(deps.reader);
@@ -130,6 +131,10 @@ export async function startFunnel(
       const publisher = liveSide.publisher;
       countUpTo(metrics.subscriberSkipsTotal, "relay", publisher.skips);
       countUpTo(metrics.skippedRecordsTotal, "relay", publisher.skippedRecords);
+      const limited = records.lookups.limited;
+      countUpTo(metrics.trackLookupsLimitedTotal, "session", limited.session, "limit");
+      countUpTo(metrics.trackLookupsLimitedTotal, "listener", limited.listener, "limit");
+      countUpTo(metrics.trackLookupsLimitedTotal, "relay", limited.relay, "limit");
       if (!served) return;
       countUpTo(metrics.subscriberSkipsTotal, "listener", served.skips);
       countUpTo(metrics.skippedRecordsTotal, "listener", served.skippedRecords);
@@ -185,8 +190,8 @@ export async function startFunnel(
 }
 
 /** Brings a counter kept elsewhere (the publishers count their skips) up to `total`. */
-function countUpTo(counter: Counter, sink: string, total: number): void {
-  const labels = { sink };
+function countUpTo(counter: Counter, value: string, total: number, label = "sink"): void {
+  const labels = { [label]: value };
   const behind = total - counter.value(labels);
   if (behind > 0) counter.inc(labels, behind);
 }
@@ -216,7 +221,7 @@ function startLiveSide(
 ): Promise<LiveSide> {
   return startLive(liveConfig(config), verifier, log, {
     fetchEntry: (path, seq, signal) => records.fetch(path, seq, signal),
-    lookupTrack: (path) => records.lookup(path),
+    lookupTrack: (path, asker) => records.lookup(path, asker),
     ...deps.live,
     onRelayState: (state) => {
       for (const s of ["connecting", "connected", "reconnecting", "stopped"]) {

@@ -60,9 +60,13 @@ export {
 export { type LiveListener } from "./listener/mod.ts";
 export { RecordFetcher, type RecordFetcherOptions } from "./record_fetcher.ts";
 export {
+  LISTENER_LOOKUP_LIMIT,
   MAX_MISSING_TRACKS,
   MAX_PENDING_LOOKUPS,
   MISSING_TRACK_MS,
+  RELAY_ASKER,
+  RELAY_LOOKUP_LIMIT,
+  SESSION_LOOKUP_LIMIT,
   TrackLookups,
   type TrackLookupsOptions,
 } from "./track_lookups.ts";

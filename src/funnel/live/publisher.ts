@@ -69,6 +69,10 @@ export class LivePublisher implements CommitReader {
   readonly announcer: Announcer = new Announcer();
   readonly #tracks: LiveTracks;
   readonly #lookupTrack: TrackLookup | undefined;
+  readonly #lookupAsker: (session: object | undefined) => string | undefined;
+  // Each session's key for its lookups' budget (see `lookupAsker`).
+  readonly #askers = new WeakMap<object, string>();
+  #nextAsker = 0;
   readonly #cache: number;
   readonly #cacheBytes: number;
   readonly #onError: ((error: unknown) => void) | undefined;
@@ -80,6 +84,7 @@ export class LivePublisher implements CommitReader {
   #skips = 0;
   #skippedRecords = 0;
   #refusedReopens = 0;
+  #limitedLookups = 0;
   #closed = false;
 
   /** Makes a publisher with no tracks. */
@@ -97,6 +102,7 @@ export class LivePublisher implements CommitReader {
       options.now ?? Date.now,
     );
     this.#lookupTrack = options.lookupTrack;
+    this.#lookupAsker = options.lookupAsker ?? ((session) => session && this.#askerOf(session));
   }
 
   /** A track exists; publishes `newest` as its latest group when there is one. */
@@ -173,6 +179,14 @@ export class LivePublisher implements CommitReader {
     return this.#refusedReopens;
   }
 
+  /**
+   * Requests for a track that is not open refused "too_many": their session
+   * had spent its budget of storage lookups.
+   */
+  get limitedLookups(): number {
+    return this.#limitedLookups;
+  }
+
   /** Publishing failures that were contained (never thrown into the commit path). */
   get failures(): number {
     return this.#failures;
@@ -198,6 +212,8 @@ export class LivePublisher implements CommitReader {
    * until the subscriber's cursor attaches, the request's `session` holding
    * at most its share of such pins (`SESSION_PIN_SHARE`); for
    * another kind (FETCH, TRACK, TRACK_STATUS: no cursor to wait for) it is not.
+   * A lookup that would query storage is charged to the session's budget
+   * (`lookupAsker`): past it the request is refused "too_many".
    */
   readonly serve = (
     request:
@@ -212,23 +228,38 @@ export class LivePublisher implements CommitReader {
       : undefined;
     const pin = request.kind === undefined || request.kind === "subscribe";
     if (!path) return "not_found";
-    return this.#reopen(lookup!, path, pin ? { owner: request.session } : undefined);
+    const asker = this.#lookupAsker(request.session);
+    return this.#reopen(lookup!, path, pin ? { owner: request.session } : undefined, asker);
   };
+
+  #askerOf(session: object): string {
+    let key = this.#askers.get(session);
+    if (key === undefined) {
+      key = String(this.#nextAsker++);
+      this.#askers.set(session, key);
+    }
+    return key;
+  }
 
   // `pin`: keep the track open for a subscriber's cursor, counted against `owner`'s share.
   async #reopen(
     lookup: TrackLookup,
     path: TrackPath,
     pin: { owner: object | undefined } | undefined,
+    asker: string | undefined,
   ): Promise<ServeDecision> {
     // Every slot pinned (or the session's share): refused before it costs a lookup.
     if (pin && !this.#tracks.canPin(pin.owner)) return this.#refuseReopen();
     let found;
     try {
-      found = await lookup(path);
+      found = await lookup(path, asker);
     } catch (error) {
       this.#onError?.(error);
       return "not_found";
+    }
+    if (found === "too_many") {
+      this.#limitedLookups++;
+      return "too_many";
     }
     if (!found || this.#closed) return "not_found";
     // A commit may have opened it meanwhile; then it has newer groups than `found`.

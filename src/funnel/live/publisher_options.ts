@@ -61,6 +61,12 @@ export interface LivePublisherOptions {
    */
   readonly lookupTrack?: TrackLookup;
   /**
+   * The key a session's lookups are charged to (see {@linkcode TrackLookup});
+   * default: a key of its own for each session (none for a request without
+   * a session). The relay session's publisher names the relay.
+   */
+  readonly lookupAsker?: (session: object | undefined) => string | undefined;
+  /**
    * Clock (ms) of the pin that keeps a track opened again for a subscriber
    * open until its cursor attaches (default `Date.now`; the pin lasts
    * `SUBSCRIBER_PIN_MS` at most).
@@ -68,10 +74,15 @@ export interface LivePublisherOptions {
   readonly now?: () => number;
 }
 
-/** A track that exists, with its newest entry (if it has one); undefined when there is no such track. */
+/**
+ * A track that exists, with its newest entry (if it has one); undefined when
+ * there is no such track; "too_many" when `asker` (a key naming the session
+ * that asks) has spent its budget of storage lookups for now.
+ */
 export type TrackLookup = (
   path: TrackPath,
-) => Promise<{ readonly newest: LedgerEntry | undefined } | undefined>;
+  asker?: string,
+) => Promise<{ readonly newest: LedgerEntry | undefined } | undefined | "too_many">;
 
 /** Reads entry `seq` of a track; undefined when there is none. */
 export type EntryFetch = (

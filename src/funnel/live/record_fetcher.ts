@@ -78,10 +78,14 @@ export class RecordFetcher implements CommitReader {
    * live side opens a track it closed while idle, when a subscriber names it.
    * Concurrent lookups of one track share one storage call, and a track not
    * found is answered from memory for a while (see {@linkcode TrackLookups}),
-   * until the ledger's commit feed tells it was created.
+   * until the ledger's commit feed tells it was created. A storage query is
+   * charged to `asker`'s budget; past it the answer is "too_many".
    */
-  lookup(path: TrackPath): Promise<{ readonly newest: LedgerEntry | undefined } | undefined> {
-    return this.lookups.lookup(path);
+  lookup(
+    path: TrackPath,
+    asker?: string,
+  ): Promise<{ readonly newest: LedgerEntry | undefined } | undefined | "too_many"> {
+    return this.lookups.lookup(path, asker);
   }
 
   /**

@@ -5,6 +5,7 @@ import type { Logger } from "../../log/mod.ts";
 import type { TrackPatterns } from "../../path/mod.ts";
 import { formatAddr, ipv4OnlyReason } from "../../transport/mod.ts";
 import { type EntryFetch, LivePublisher, RECORD_LAG_MS, type TrackLookup } from "./publisher.ts";
+import { RELAY_ASKER } from "./track_lookups.ts";
 
 /** The max latency the relay session's tracks advertise (and its sends keep to), ms. */
 const RELAY_SESSION_MAX_LATENCY_MS = 5000;
@@ -134,6 +135,8 @@ export async function startLive(
     maxLatencyMs: RELAY_SESSION_MAX_LATENCY_MS,
     ...(options.fetchEntry ? { fetchEntry: options.fetchEntry } : {}),
     ...(options.lookupTrack ? { lookupTrack: options.lookupTrack } : {}),
+    // The relay asks for all of its subscribers over its one session: a budget of its own.
+    lookupAsker: () => RELAY_ASKER,
     ...(options.maxLiveTracks ? { maxTracks: options.maxLiveTracks } : {}),
   });
   let served: Served | undefined;

@@ -19,6 +19,12 @@ export interface FunnelMetrics {
   readonly idempotentReplaysTotal: Counter;
   /** POSTs refused by a rate limit, by `limit` (sender, track). */
   readonly rateLimitedTotal: Counter;
+  /**
+   * Subscriptions (SUBSCRIBE, FETCH, TRACK_STATUS) refused because their
+   * storage lookup of a track not open was over budget, by `limit`:
+   * session, listener (all listener sessions together), relay.
+   */
+  readonly trackLookupsLimitedTotal: Counter;
   /** Ledger failures by `kind` (unavailable, corrupt, not_found, conflict, other). */
   readonly ledgerErrorsTotal: Counter;
   /** Sessions open on the own MoQ listener. */
@@ -93,6 +99,12 @@ export function createFunnelMetrics(registry: Registry = new Registry()): Funnel
       "POSTs answered with the record stored earlier under the same Idempotency-Key.",
     ),
     rateLimitedTotal: c("rate_limited_total", "POSTs refused by a rate limit (429).", ["limit"]),
+    trackLookupsLimitedTotal: c(
+      "track_lookups_limited_total",
+      "Subscriptions to a track not open refused without a storage lookup because the " +
+        "lookup budget was spent, by limit (session, listener, relay).",
+      ["limit"],
+    ),
     ledgerErrorsTotal: c("ledger_errors_total", "Ledger failures, by kind.", ["kind"]),
     listenerSessions: g("listener_sessions", "Sessions open on the own MoQ listener."),
     subscriberSkipsTotal: c(

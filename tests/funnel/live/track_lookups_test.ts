@@ -1,13 +1,19 @@
 // A subscription to a track that is not open asks the ledger whether it exists: an anonymous
 // client looping SUBSCRIBEs for a missing track must not turn each into a storage query. Lookups
 // of one track in flight are shared, "no such track" is remembered (bounded in number and time)
-// until the track is created, and the lookups in flight are bounded.
+// until the track is created, and the lookups in flight are bounded. Storage queries are
+// charged to the asking session's budget (and all listener sessions' together, or the relay
+// session's own); answers from memory are not.
 import assert from "node:assert/strict";
 import {
+  LISTENER_LOOKUP_LIMIT,
   MAX_MISSING_TRACKS,
   MAX_PENDING_LOOKUPS,
   MISSING_TRACK_MS,
   RecordFetcher,
+  RELAY_ASKER,
+  RELAY_LOOKUP_LIMIT,
+  SESSION_LOOKUP_LIMIT,
   TrackLookups,
   type TrackLookupsOptions,
 } from "../../../src/funnel/live/mod.ts";
@@ -168,4 +174,63 @@ Deno.test("the funnel's lookups forget a missing track when the commit feed tell
     await ledger.close();
     await other.close();
   }
+});
+
+/** `count` lookups of fresh tracks by `asker`, answered; how many were "too_many". */
+async function fresh(
+  { lookups, release }: ReturnType<typeof lookupsOver>,
+  asker: string,
+  count: number,
+  prefix = asker,
+): Promise<number> {
+  let tooMany = 0;
+  for (let i = 0; i < count; i += MAX_PENDING_LOOKUPS) {
+    const batch = Array.from(
+      { length: Math.min(MAX_PENDING_LOOKUPS, count - i) },
+      (_, j) => lookups.lookup(path(`${prefix} ${i + j}`), asker),
+    );
+    release();
+    for (const answer of await Promise.all(batch)) if (answer === "too_many") tooMany++;
+  }
+  return tooMany;
+}
+
+Deno.test("at the shipped default, a session's storage lookups are SESSION_LOOKUP_LIMIT's burst, then its rate; answers from memory and shared lookups cost none", async () => {
+  const clock = new ManualClock();
+  const over = lookupsOver(new Set(), { now: clock.now });
+  const { lookups, asked, release } = over;
+  const { rate, burst } = SESSION_LOOKUP_LIMIT;
+  assert.equal(await fresh(over, "s1", burst + 100), 100);
+  assert.equal(asked.length, burst);
+  assert.equal(lookups.limited.session, 100);
+  // Remembered missing, or already being looked up: answered without a token.
+  assert.equal(await lookups.lookup(path("s1 0"), "s1"), undefined);
+  const shared = [lookups.lookup(path("shared"), "s2"), lookups.lookup(path("shared"), "s1")];
+  release();
+  assert.deepEqual(await Promise.all(shared), [undefined, undefined]);
+  // Another session has its own budget; this one gets `rate` a second back.
+  assert.equal(await fresh(over, "s2", 1, "s2 more"), 0);
+  clock.advance(1000);
+  assert.equal(await fresh(over, "s1", rate + 1, "s1 later"), 1);
+  assert.equal(asked.length, burst + 1 + 1 + rate);
+  // A lookup no session asks (the embedder's own) is not charged: s1's budget is spent.
+  const own = lookups.lookup(path("own"));
+  release();
+  assert.equal(await own, undefined);
+  assert.equal(asked.at(-1), "own");
+});
+
+Deno.test("at the shipped default, listener sessions together make LISTENER_LOOKUP_LIMIT's burst of storage lookups; the relay session has RELAY_LOOKUP_LIMIT's own", async () => {
+  const clock = new ManualClock();
+  const over = lookupsOver(new Set(), { now: clock.now });
+  const { lookups, asked } = over;
+  const perSession = SESSION_LOOKUP_LIMIT.burst;
+  const sessions = LISTENER_LOOKUP_LIMIT.burst / perSession;
+  for (let s = 0; s < sessions; s++) assert.equal(await fresh(over, `${s}`, perSession), 0);
+  assert.equal(await fresh(over, `${sessions}`, 10), 10, "a fresh session: the total is spent");
+  assert.equal(lookups.limited.listener, 10);
+  assert.equal(asked.length, LISTENER_LOOKUP_LIMIT.burst);
+  assert.equal(await fresh(over, RELAY_ASKER, RELAY_LOOKUP_LIMIT.burst + 1), 1);
+  assert.equal(lookups.limited.relay, 1);
+  assert.equal(asked.length, LISTENER_LOOKUP_LIMIT.burst + RELAY_LOOKUP_LIMIT.burst);
 });

@@ -268,7 +268,13 @@ class WorkerListenerHost implements WorkerListener {
         return;
       case "lookup":
         this.#answer(
-          answerLookup(this.#options.lookupTrack, this.#options.log, message.id, message.track),
+          answerLookup(
+            this.#options.lookupTrack,
+            this.#options.log,
+            message.id,
+            message.track,
+            message.asker,
+          ),
         );
         return;
       case "sessions":

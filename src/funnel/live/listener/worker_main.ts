@@ -72,18 +72,19 @@ const fetchEntry: EntryFetch = (path, seq, signal) =>
     });
 
 // A subscription to a track the worker closed (or never had) asks the main thread's ledger.
-type LookupAnswer = (answer: { newest: LedgerEntry | undefined } | undefined) => void;
+type LookupAnswer = (answer: { newest: LedgerEntry | undefined } | undefined | "too_many") => void;
 const lookups = new Map<number, LookupAnswer>();
 let nextLookup = 0;
 let lookupInLedger = false;
-const lookupTrack: TrackLookup = (path) =>
+const lookupTrack: TrackLookup = (path, asker) =>
   !lookupInLedger ? Promise.resolve(undefined) : new Promise((resolve) => {
     const id = nextLookup++;
     lookups.set(id, (answer) => {
       lookups.delete(id);
       resolve(answer);
     });
-    post({ type: "lookup", id, track: { broadcast: path.broadcast, track: path.track } });
+    const track = { broadcast: path.broadcast, track: path.track };
+    post({ type: "lookup", id, track, ...(asker === undefined ? {} : { asker }) });
   });
 
 // Made by "start", the first message, before any records arrive.
@@ -210,7 +211,9 @@ scope.onmessage = (event) => {
       });
       return;
     case "found":
-      lookups.get(message.id)?.(message.exists ? { newest: message.newest } : undefined);
+      lookups.get(message.id)?.(
+        message.tooMany ? "too_many" : message.exists ? { newest: message.newest } : undefined,
+      );
       return;
     case "start":
       publisher = makePublisher(message.maxTracks);

@@ -80,12 +80,16 @@ export type ToListener =
     /** True when retention removed the record: the FETCH is refused as gone. */
     readonly gone?: boolean;
   }
-  /** The answer to a "lookup": whether the track exists, and its newest entry. */
+  /**
+   * The answer to a "lookup": whether the track exists, and its newest entry;
+   * `tooMany` when the session's budget of storage lookups was spent.
+   */
   | {
     readonly type: "found";
     readonly id: number;
     readonly exists: boolean;
     readonly newest?: LedgerEntry;
+    readonly tooMany?: true;
   }
   | { readonly type: "stop" };
 
@@ -99,8 +103,16 @@ export type FromListener =
   | { readonly type: "sessions"; readonly count: number }
   /** A FETCH missed the worker's recent groups: read entry `seq` of the track from the ledger. */
   | { readonly type: "fetch"; readonly id: number; readonly track: WireTrack; readonly seq: number }
-  /** A subscription named a track the worker does not hold open: does it exist? */
-  | { readonly type: "lookup"; readonly id: number; readonly track: WireTrack }
+  /**
+   * A subscription named a track the worker does not hold open: does it
+   * exist? A storage query is charged to `asker`, the session's key.
+   */
+  | {
+    readonly type: "lookup";
+    readonly id: number;
+    readonly track: WireTrack;
+    readonly asker?: string;
+  }
   /** Subscribers skipped ahead so far, slower than their track, and the records they passed. */
   | { readonly type: "skips"; readonly skips: number; readonly records: number }
   /** A records message was applied; the next one may be sent. */

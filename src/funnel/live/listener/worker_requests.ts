@@ -61,18 +61,21 @@ export async function answerFetch(
 
 /**
  * The answer to the worker's "lookup": whether a track the worker closed
- * (or never had) exists, read here where the ledger is. A failed read is
- * answered as no such track; the subscriber may ask again.
+ * (or never had) exists, read here where the ledger is, charged to the
+ * asking session's budget. A failed read is answered as no such track; the
+ * subscriber may ask again.
  */
 export async function answerLookup(
   lookupTrack: TrackLookup | undefined,
   log: Logger,
   id: number,
   track: WireTrack,
+  asker?: string,
 ): Promise<ToListener> {
   try {
-    const found = await lookupTrack?.({ broadcast: track.broadcast, track: track.track });
+    const found = await lookupTrack?.({ broadcast: track.broadcast, track: track.track }, asker);
     if (!found) return { type: "found", id, exists: false };
+    if (found === "too_many") return { type: "found", id, exists: false, tooMany: true };
     return found.newest
       ? { type: "found", id, exists: true, newest: found.newest }
       : { type: "found", id, exists: true };
