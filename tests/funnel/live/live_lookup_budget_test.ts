@@ -13,9 +13,11 @@ import {
 } from "../../../src/funnel/live/track_lookups.ts";
 import { connectQuicSession, StreamError } from "../../../src/transport/mod.ts";
 import { testCertificate } from "../../support/certs.ts";
-import { dialOurs } from "../../support/moq.ts";
+import { testCertificateFiles } from "../../support/certs.ts";
+import { dialOurs, seeAnnounced } from "../../support/moq.ts";
+import { startTestRelay } from "../../support/test_relay.ts";
 import { quiet } from "../../support/quiet.ts";
-import { within } from "../../support/wait.ts";
+import { until, within } from "../../support/wait.ts";
 import { post, startLiveFunnel, take } from "../../support/live_funnel.ts";
 
 /** A memory backend counting the storage lookups (opens without create). */
@@ -161,5 +163,44 @@ Deno.test("IETF draft 20: a session subscribing to 2,000 fresh tracks is refused
   } finally {
     ietf.close();
     honest.close(0, "");
+  }
+});
+
+Deno.test("through a relay, subscribers naming more fresh tracks than a client's burst are all looked up: the relay session's budget is its own", async () => {
+  using _q = quiet();
+  const { backend, lookups } = countingLookups();
+  const now = Date.now();
+  const relay = await startTestRelay();
+  const files = await testCertificateFiles();
+  const f = await startLiveFunnel({
+    FUNNEL_SERVE_ADDR: "none",
+    RELAY_URL: `moqt://localhost:${relay.port}/`,
+    RELAY_CA_FILE: files.cert,
+  }, { backend, now: () => now });
+  const subscriber = await dialOurs(relay.port);
+  try {
+    await until(() => f.funnel.live.relay?.state === "connected", "the funnel's relay session");
+    // The relay forwards a subscription only under a broadcast the funnel announced.
+    assert.equal((await post(f.base, "fresh/real", "1")).status, 201);
+    await within(seeAnnounced(subscriber, "fresh"), 10_000, "the broadcast at the relay");
+    const before = lookups();
+    const names = 3 * SESSION_LOOKUP_LIMIT.burst;
+    for (let i = 0; i < names; i += BATCH) {
+      await Promise.all(
+        Array.from(
+          { length: Math.min(BATCH, names - i) },
+          (_, j) => assert.rejects(ready(subscriber.subscribe("fresh", `t${i + j}`))),
+        ),
+      );
+    }
+    assert.equal(lookups() - before, names, "each fresh name looked up once");
+    assert.equal(await metric(f.base, "relay"), 0);
+    assert.deepEqual(await take(subscriber.subscribe("fresh", "real"), 1), [
+      { seq: 1, frame: '{"payload":1}' },
+    ]);
+  } finally {
+    subscriber.close(0, "");
+    await f[Symbol.asyncDispose]();
+    await relay.stop();
   }
 });
