@@ -38,14 +38,19 @@ export class StreamReader {
   /**
    * Reads from `source`, reporting received byte counts to `count`. Given a
    * stream, the reader uses BYOB reads when the stream supports them; given
-   * a default reader (to hand on later with `reader`), it reads through it.
+   * a reader, it reads through it. Either way `reader` hands the stream on.
    */
   constructor(
-    source: ReadableStream<Uint8Array> | ReadableStreamDefaultReader<Uint8Array>,
+    source:
+      | ReadableStream<Uint8Array>
+      | ReadableStreamDefaultReader<Uint8Array>
+      | ReadableStreamBYOBReader,
     count?: ByteCounter,
   ) {
     this.#reader = source instanceof ReadableStream
       ? byobReader(source) ?? { byob: false, r: source.getReader() }
+      : source instanceof ReadableStreamBYOBReader
+      ? { byob: true, r: source }
       : { byob: false, r: source };
     this.#count = count;
   }
@@ -244,15 +249,10 @@ export class StreamReader {
   }
 
   /**
-   * The underlying default reader, for handing the rest of the stream on
-   * after `takeBuffered`. Only for a reader constructed from a default reader.
+   * The underlying reader (BYOB when the stream is a byte stream), for
+   * handing the rest of the stream on after `takeBuffered`.
    */
-  get reader(): ReadableStreamDefaultReader<Uint8Array> {
-    if (this.#reader.byob) {
-      throw new TypeError(
-        "Cannot hand on a BYOB reader: construct the reader from a default reader",
-      );
-    }
+  get reader(): ReadableStreamDefaultReader<Uint8Array> | ReadableStreamBYOBReader {
     return this.#reader.r;
   }
 

@@ -60,8 +60,6 @@ Deno.test("stream reader: BYOB byte streams read the same fields", async () => {
   assert.equal(await r.u62(), 7n);
   assert.equal(new TextDecoder().decode(await r.message("m", 10)), "abc");
   assert.equal(await r.done(), true);
-  // Only a reader built from a default reader can hand the rest of its stream on.
-  assert.throws(() => new StreamReader(byteStreamOf()).reader, TypeError);
 });
 
 Deno.test("stream reader: optional varints and bytes end cleanly at FIN, skips and chunks", async () => {
@@ -90,7 +88,18 @@ Deno.test("stream reader: the rest of a stream is handed on after its header", a
   const r = new StreamReader(source.getReader());
   assert.equal(await r.varint(), 0);
   assert.deepEqual(r.takeBuffered(), bytes("05 68"));
-  const rest = await r.reader.read();
+  const reader = r.reader as ReadableStreamDefaultReader<Uint8Array>;
+  const rest = await reader.read();
   assert.deepEqual(rest.value, bytes("69 21"));
-  assert.equal((await r.reader.read()).done, true);
+  assert.equal((await reader.read()).done, true);
+});
+
+Deno.test("stream reader: a byte stream's rest is handed on as its BYOB reader", async () => {
+  const r = new StreamReader(byteStreamOf("00 05 68", "69 21"));
+  assert.equal(await r.varint(), 0);
+  assert.deepEqual(r.takeBuffered(), bytes("05 68"));
+  assert.ok(r.reader instanceof ReadableStreamBYOBReader);
+  const rest = await r.reader.read(new Uint8Array(8));
+  assert.deepEqual(rest.value, bytes("69 21"));
+  assert.equal((await r.reader.read(new Uint8Array(8))).done, true);
 });

@@ -141,7 +141,7 @@ export class StreamRouter {
   }
 
   async #handleUni(stream: Deno.QuicReceiveStream): Promise<void> {
-    const r = new StreamReader(stream.getReader());
+    const r = new StreamReader(stream);
     let type: number | undefined;
     try {
       type = await r.varint("a stream type");
@@ -175,7 +175,7 @@ export class StreamRouter {
   }
 
   async #handleBidi(stream: Deno.QuicBidirectionalStream): Promise<void> {
-    const r = new StreamReader(stream.readable.getReader());
+    const r = new StreamReader(stream.readable);
     let first: number | undefined;
     try {
       first = await r.varint("a stream header");

@@ -8,6 +8,8 @@
 import type { Timers } from "../../timers/mod.ts";
 import type { TransportParams } from "./params.ts";
 import { QMuxSession } from "./session.ts";
+import { sessionParams } from "./session_options.ts";
+import { parseSubprotocol, usesRecords } from "./subprotocol.ts";
 
 /** True for an HTTP/1.1 WebSocket upgrade request (GET with `Upgrade: websocket`). */
 export function isWebSocketUpgrade(req: Request): boolean {
@@ -50,7 +52,18 @@ export function acceptQMux(
   subprotocol: string,
   options: AcceptQMuxOptions,
 ): { response: Response; session: QMuxSession } {
-  const { socket, response } = Deno.upgradeWebSocket(req, { protocol: subprotocol });
+  const { format } = parseSubprotocol(subprotocol);
+  // Where QMux keeps the session alive itself (QX_PING, qmux-01 and later), Deno's WebSocket
+  // ping timeout (30 s by default) is turned off: it only repeated that check, and in Deno 2.9 a
+  // message that arrives while its ping is still being written leaves a timer armed that later
+  // closes a session that answered every ping (1001 "No response from ping frame."). qmux-00 and
+  // the legacy form have no QX_PING: Deno's ping is their only liveness check.
+  const keptAlive = usesRecords(format) &&
+    sessionParams(options.params, format).maxIdleTimeout > 0;
+  const { socket, response } = Deno.upgradeWebSocket(req, {
+    protocol: subprotocol,
+    ...(keptAlive ? { idleTimeout: 0 } : {}),
+  });
   const session = new QMuxSession(socket, {
     role: "server",
     subprotocol,

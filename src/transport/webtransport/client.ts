@@ -163,7 +163,7 @@ async function handshake(
   }
   await writer.write(encodeFrame(FrameType.HEADERS, headersPayload(request)));
 
-  const reader = new StreamReader(stream.readable.getReader());
+  const reader = new StreamReader(stream.readable);
   let fields: HeaderField[] | undefined;
   for (;;) {
     fields = await readHeaders(reader, h3.maxFieldSectionSize);

@@ -19,8 +19,9 @@ const MAX_BUFFERED_DATAGRAMS = 256;
 
 /**
  * One WebTransport session over HTTP/3: the CONNECT stream carries capsules;
- * WT streams after their header bytes are handed to the application as the
- * raw QUIC streams (no copying); datagrams carry the quarter stream id.
+ * WT streams after their header bytes are handed to the application through
+ * a byte stream that reads straight into the application's buffers (see
+ * {@linkcode recvStream}); datagrams carry the quarter stream id.
  */
 export class WebTransportSession implements Session, H3Session {
   /** Always "webtransport". */
@@ -88,7 +89,7 @@ export class WebTransportSession implements Session, H3Session {
       throw fromWebTransportStreamError(err);
     }
     return {
-      readable: recvStream(s.readable.getReader()),
+      readable: recvStream(s.readable.getReader({ mode: "byob" })),
       writable: s.writable,
       setSendOrder: (o) => void (s.writable.sendOrder = o),
     };

@@ -263,3 +263,88 @@ Deno.test("a peer's STOP_SENDING on a WebTransport stream is a StreamError with 
     await t.stop();
   }
 });
+
+// Bytes 0, 1, ..., 250, 0, 1, ...: a pattern that shows a lost, repeated or reordered chunk.
+function pattern(from: number, n: number): Uint8Array {
+  const out = new Uint8Array(n);
+  for (let i = 0; i < n; i++) out[i] = (from + i) % 251;
+  return out;
+}
+
+async function writePattern(writable: WritableStream<Uint8Array>, total: number): Promise<void> {
+  const w = writable.getWriter();
+  for (let at = 0; at < total; at += 100_000) {
+    await w.write(pattern(at, Math.min(100_000, total - at)));
+  }
+  await w.close();
+}
+
+Deno.test("WebTransport streams carry megabytes intact to BYOB, default and small-buffer reads; a waiting read ends with the session", async () => {
+  const t = await startServer();
+  try {
+    const client = await connectWebTransport(t.url("/bulk"), {
+      protocols: VERSIONS,
+      serverCertificateHashes: [t.cert.sha256],
+    });
+    const server = (await t.sessions.next())!;
+    const total = 5 * 1024 * 1024 + 7;
+
+    // Peer-opened uni stream, read with BYOB reads into 64 KiB buffers (as the moq layer does).
+    const uni = await client.openUni();
+    const sending = writePattern(uni.writable, total);
+    const su = (await server.acceptUni())!;
+    const byob = su.readable.getReader({ mode: "byob" });
+    let got = 0;
+    for (;;) {
+      const { value, done } = await byob.read(new Uint8Array(64 * 1024));
+      if (done) break;
+      assert.deepEqual(value, pattern(got, value.length), `bytes from ${got}`);
+      got += value.length;
+    }
+    await sending;
+    assert.equal(got, total);
+
+    // Peer-opened bidi stream, read with default reads.
+    const bidi = await client.openBidi();
+    const sendingBidi = writePattern(bidi.writable, total);
+    const sb = (await server.acceptBidi())!;
+    const reader = sb.readable.getReader();
+    got = 0;
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      assert.deepEqual(value, pattern(got, value.length), `bytes from ${got}`);
+      got += value.length;
+    }
+    await sendingBidi;
+    assert.equal(got, total);
+
+    // Our own bidi stream's answer, read 7 bytes at a time.
+    const answer = writePattern(sb.writable, 100_003);
+    const small = bidi.readable.getReader({ mode: "byob" });
+    got = 0;
+    for (;;) {
+      const { value, done } = await small.read(new Uint8Array(7));
+      if (done) break;
+      assert.ok(value.length <= 7);
+      assert.deepEqual(value, pattern(got, value.length), `bytes from ${got}`);
+      got += value.length;
+    }
+    await answer;
+    assert.equal(got, 100_003);
+
+    // A BYOB read waiting when the connection goes fails with the transport's neutral error.
+    const last = await client.openUni();
+    const lw = last.writable.getWriter();
+    await lw.write(new Uint8Array([1]));
+    const sl = (await server.acceptUni())!;
+    const lr = sl.readable.getReader({ mode: "byob" });
+    assert.equal((await lr.read(new Uint8Array(16))).value?.length, 1);
+    const pending = lr.read(new Uint8Array(16)).then(() => undefined, (e: unknown) => e);
+    client.close(0, "");
+    const err = await pending;
+    assert.ok(err instanceof SessionClosedError, String(err));
+  } finally {
+    await t.stop();
+  }
+});
