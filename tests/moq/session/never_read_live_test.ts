@@ -5,16 +5,17 @@
  * 8 subscriptions to a track of 8 live groups and never reads a stream; the
  * groups then grow to 4 MiB each. Before, the session's bound was checked
  * only when a group's stream started (every one started at 1 KiB), so the
- * session took every frame of all 64 streams: 256 MiB and more in flight for
- * one subscriber that reads nothing. Now a stream past the session's bound
- * waits for room before it takes more frames, except the session's oldest
- * open stream, which always goes (so a subscriber that reads is never
- * deadlocked): at most the bound and that one group are in flight.
+ * session took the frames of all 64 streams for writing as they came: 180
+ * to 251 MiB in flight (two runs) for one subscriber that reads nothing. Now
+ * a stream past the session's bound waits for room before it takes more
+ * frames, except the session's oldest open stream, which always goes: at
+ * most the bound and that one group are in flight.
  *
- * Its twins: a subscriber that reads gets every group of an ordered
- * (flow-controlled) track whole, and many subscriptions read slowly at once
- * all finish, with the same groups and the session's bound lowered so that
- * they must wait for each other.
+ * Its twins, at the same shipped bound (the 64 live groups, 256 MiB while all
+ * are open, are four times it, so streams do wait): a subscriber that reads
+ * gets every group of an ordered (flow-controlled) track whole, and one that
+ * reads a single stream at a time, oldest first, gets every byte, which it
+ * would not if the oldest stream waited for room the others hold.
  */
 import assert from "node:assert/strict";
 import {
