@@ -39,6 +39,9 @@ const FRAMES = 16; // 4 MiB a group once grown
 const GROUP = FRAME * FRAMES + KiB;
 // The session's bound and the one group its oldest open stream may take past it.
 const HELD_BOUND = SESSION_BYTES_IN_FLIGHT + GROUP;
+// What the process holds besides the track's own groups (8 x 4 MiB): the bytes in flight, and
+// about as much again in copies the transport has taken (as in never_read_test.ts).
+const MEMORY_BOUND = 2 * SESSION_BYTES_IN_FLIGHT + GROUPS * GROUP;
 // Stream and frame headers besides the payload written (a few bytes each).
 const HEADERS = 64 * KiB;
 
@@ -107,6 +110,7 @@ Deno.test("moq-lite-04: live groups that grow after their streams started count 
   const pair = await quicPair("moq-lite-04");
   const server = await accept(pair.server, { log: () => {}, serve: () => track });
   try {
+    const before = Deno.memoryUsage().external;
     const requests = await subscribeRaw(pair, track);
     await until(
       () => server.stats.bytesSent >= SUBSCRIPTIONS * GROUPS * KiB,
@@ -119,6 +123,7 @@ Deno.test("moq-lite-04: live groups that grow after their streams started count 
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const held = server.sendBytesInFlight;
     const sent = server.stats.bytesSent;
+    const memory = Deno.memoryUsage().external - before;
     // What the session wrote is what it counts in flight (its streams are all open), and that
     // stays within the bound.
     assert.ok(
@@ -129,6 +134,12 @@ Deno.test("moq-lite-04: live groups that grow after their streams started count 
       held <= HELD_BOUND,
       `the session holds ${(held / MiB).toFixed(0)} MiB in flight for a subscriber that reads ` +
         `nothing (bound ${(HELD_BOUND / MiB).toFixed(0)} MiB)`,
+    );
+    // And the process's memory follows what the session counts (before: 265 MiB).
+    assert.ok(
+      memory <= MEMORY_BOUND,
+      `the process holds ${(memory / MiB).toFixed(0)} MiB more (bound ` +
+        `${(MEMORY_BOUND / MiB).toFixed(0)} MiB)`,
     );
     assert.equal(track.subscribers, requests.length, "every subscription still served");
   } finally {
