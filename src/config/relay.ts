@@ -56,6 +56,8 @@ export interface RelayConfig {
   readonly datagramTracks: Setting<TrackPatterns>;
   /** RELAY_DELIVERY_TURN_MS: delivery per turn under overload, ms; 0 = no turns. */
   readonly deliveryTurnMs: Setting<number>;
+  /** RELAY_INCOMING_STREAMS: unidirectional streams a connection may have open toward the relay at once. */
+  readonly incomingStreams: Setting<number>;
   /** The garbage-collector resolution. */
   readonly gc: GcResolution;
   /** PEERS, RELAY_PEER_KEY, PEER_CA_FILE, RELAY_NAME, GOAWAY_REDIRECT_URI. */
@@ -76,6 +78,11 @@ export const RELAY_DEFAULTS = {
   RELAY_PPROF: false,
   CORS_ALLOWED_ORIGINS: "*",
   RELAY_DELIVERY_TURN_MS: 5,
+  // moq-lite opens a uni stream per group: a publisher, or a peer relay sending many tracks, may
+  // have this many groups in flight toward the relay. The QUIC stack keeps state for every stream
+  // it grants, so each session costs memory for it, opened or not (docs/relay.md, "Sessions per
+  // node").
+  RELAY_INCOMING_STREAMS: 1000,
   // A funnel's reconnect at its defaults, with room to spare: its idle timeout (1 s) notices a
   // silent link, it redials 2 s later, and a dial that times out costs a further 3 s.
   RELAY_PUBLISHER_GRACE_MS: 10_000,
@@ -200,6 +207,15 @@ export function loadRelayConfig(env: Env, options: LoadRelayConfigOptions = {}):
       RELAY_DEFAULTS.RELAY_DELIVERY_TURN_MS,
       parseIntIn(0, 1000, " ms"),
       (v) => (v === 0 ? "0 (off: every subscription sends whenever it can)" : `${v} ms`),
+    ),
+    incomingStreams: r.setting(
+      "RELAY_INCOMING_STREAMS",
+      RELAY_DEFAULTS.RELAY_INCOMING_STREAMS,
+      // Below 16 an HTTP/3 connection's own three streams (control, QPACK) leave too few for
+      // groups; above 10,000 an idle session costs about half a MiB more for streams it never
+      // opens (~50 bytes each, measured), and no publisher keeps that many groups in flight.
+      parseIntIn(16, 10_000, " number of streams"),
+      (v) => `${v} streams per connection (groups in flight toward the relay)`,
     ),
     gc: readGc(r, options.cliV8Flags),
     mesh: readMeshSettings(r, authKeys.value !== undefined),

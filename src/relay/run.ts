@@ -133,6 +133,7 @@ export async function runRelay(config: RelayConfig, io: RunRelayIo = {}): Promis
       corsAllowedOrigins: config.corsAllowedOrigins.value,
       datagramTracks: config.datagramTracks.value,
       deliveryTurnMs: config.deliveryTurnMs.value,
+      incomingStreams: config.incomingStreams.value,
       verifier,
       log,
       peers: config.mesh.peers.value,

@@ -72,6 +72,13 @@ export interface RelayOptions {
    * of this much delivery so each gets its share (0 or unset: no turns).
    */
   readonly deliveryTurnMs?: number;
+  /**
+   * RELAY_INCOMING_STREAMS: unidirectional streams each connection (native QUIC, WebTransport,
+   * QMux over WebSocket) may have open toward the relay at once, i.e. groups in flight from a
+   * publisher or peer (default 1000). Fixed when a connection is accepted, before its credential
+   * is seen, so it is the same for every session; the peers this relay dials are not affected.
+   */
+  readonly incomingStreams?: number;
   /** Credential verifier (SLUICE_AUTH_KEYS); undefined admits every session (with a warning). */
   readonly verifier: Verifier | undefined;
   /** Wall clock in ms (default Date.now). */
@@ -343,12 +350,16 @@ function bindRelay(
   { admit, onSession, handler, log }: RelayEntrances,
 ): Promise<{ listener: Listener; server: RunningServer }> {
   const ws = options.webSocketSetup;
+  const incomingStreams = options.incomingStreams ?? RELAY_DEFAULTS.RELAY_INCOMING_STREAMS;
   const upgrade = qmuxUpgrade({
     protocols: WEB_PROTOCOLS,
     admit,
     onSession,
     ...(ws?.maxSettingUp !== undefined ? { maxSettingUp: ws.maxSettingUp } : {}),
     ...(ws?.timeoutMs !== undefined ? { setupTimeoutMs: ws.timeoutMs } : {}),
+    // QMux's MAX_STREAMS works as QUIC's does, so a WebSocket connection gets the same grant
+    // (the legacy `webtransport.*` format has no transport parameters and keeps its own).
+    qmux: { params: { initialMaxStreamsUni: incomingStreams } },
   });
   return bindSamePort(
     options.port,
@@ -362,6 +373,7 @@ function bindRelay(
         protocols: [...VERSIONS, ...IETF_PROTOCOLS],
         admitWebTransport: admit,
         onSession,
+        maxConcurrentUnidirectionalStreams: incomingStreams,
       }),
     (port) =>
       startHttpServer(

@@ -247,6 +247,27 @@ Deno.test("RELAY_DELIVERY_TURN_MS: 5 ms by default, 0 turns it off, anything els
   }
 });
 
+Deno.test("RELAY_INCOMING_STREAMS: 1000 by default, 16..10000 taken, anything else refused", () => {
+  const d = loadRelayConfig({});
+  assert.equal(d.incomingStreams.value, 1000);
+  assert.equal(d.incomingStreams.source, "default");
+  const edge = loadRelayConfig({ RELAY_INCOMING_STREAMS: "100" });
+  assert.equal(edge.incomingStreams.value, 100);
+  assert.equal(edge.incomingStreams.source, "environment");
+  assert.match(edge.incomingStreams.display, /^100 streams per connection/);
+  assert.equal(loadRelayConfig({ RELAY_INCOMING_STREAMS: "16" }).incomingStreams.value, 16);
+  assert.equal(loadRelayConfig({ RELAY_INCOMING_STREAMS: "10000" }).incomingStreams.value, 10_000);
+  for (const bad of ["0", "15", "10001", "-100", "1e3", "100.5", "many"]) {
+    assert.throws(
+      () => loadRelayConfig({ RELAY_INCOMING_STREAMS: bad }),
+      (e: unknown) =>
+        e instanceof ConfigError && e.variable === "RELAY_INCOMING_STREAMS" &&
+        e.message.includes("between 16 and 10000") && e.message.includes(`"${bad}"`),
+      bad,
+    );
+  }
+});
+
 Deno.test("RELAY_METRICS_ADDR: unset by default (loopback clients of RELAY_ADDR), a listen address when set", () => {
   const d = loadRelayConfig({});
   assert.equal(d.metricsAddr.value, undefined);

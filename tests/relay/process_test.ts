@@ -5,6 +5,7 @@ import { connect, VERSIONS } from "../../src/moq/mod.ts";
 import { connectQuicSession } from "../../src/transport/mod.ts";
 import { freeUdpTcpPort } from "../../src/transport/mod.ts";
 import { spawnServer } from "../support/processes.ts";
+import { within } from "../support/wait.ts";
 import { testCertificate, testCertificateFiles } from "../support/certs.ts";
 import {
   readUdpReceiveBuffers,
@@ -195,4 +196,21 @@ Deno.test("sluice relay refuses an invalid setting, naming the variable", async 
   const status = await p.finished();
   assert.equal(status.code, 2);
   assert.ok(p.lines.some((l) => l.includes("GROUP_CACHE_SIZE must be an integer")));
+});
+
+Deno.test("sluice relay refuses a stream grant out of range before it listens", async () => {
+  const p = spawnServer("relay", {
+    env: { RELAY_INCOMING_STREAMS: "8", RELAY_ADDR: "127.0.0.1:0" },
+    cwd: Deno.cwd(),
+  });
+  // A relay that took the value would listen and keep running: it is stopped after the wait.
+  const status = await within(p.finished(), 30_000, "the relay to refuse").finally(() => p.stop());
+  assert.equal(status.code, 2, p.lines.join("\n"));
+  assert.ok(
+    p.lines.some((l) =>
+      l.includes("RELAY_INCOMING_STREAMS must be an integer number of streams between 16 and 10000")
+    ),
+    p.lines.join("\n"),
+  );
+  assert.ok(!p.lines.some((l) => l.includes("listening")), "it never listened");
 });

@@ -157,6 +157,7 @@ export function runDoctor(
         c.corsAllowedOrigins,
         c.datagramTracks,
         c.deliveryTurnMs,
+        c.incomingStreams,
         c.mesh.peers,
         c.mesh.peerKey,
         c.mesh.peerCaFile,

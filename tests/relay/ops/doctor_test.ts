@@ -21,6 +21,7 @@ Deno.test("doctor prints the heading, the GC block and every setting with its so
   assert.match(out, /RELAY_ADDR\s+127\.0\.0\.1:4433\s+\[default\]/);
   assert.ok(!out.includes("secret"), "the relay token is never printed");
   assert.match(out, /RELAY_METRICS_ADDR\s+\(unset: .*loopback clients only\)\s+\[default\]/);
+  assert.match(out, /RELAY_INCOMING_STREAMS\s+1000 streams per connection .*\[default\]/);
 });
 
 Deno.test("doctor reports an invalid setting and exits non-zero", () => {
