@@ -18,6 +18,7 @@ import {
   type Listener,
   raiseUdpReceiveBuffer,
   type Session,
+  udpReceiveQueue,
 } from "../transport/mod.ts";
 import { admitSession } from "./sessions/mod.ts";
 import { createRelayHandler } from "./ops/mod.ts";
@@ -222,6 +223,9 @@ export async function startRelay(options: RelayOptions): Promise<RunningRelay> {
   // Thousands of sessions' ACKs arrive in bursts while a delivery turn runs; the host's default
   // buffer (often 208 KiB) overflows, and every drop costs a retransmission (docs/relay.md).
   const udpReceiveBuffer = raiseUdpReceiveBuffer(port);
+  // ...and a fan-out to many thousands still outpaces the reading: turns wait while it fills.
+  const backlog = udpReceiveQueue(port);
+  if (backlog) sessions.watchSocketBacklog(backlog);
   ready = true;
   warnAtStart(options, trimmer.available, log);
   peers.start();

@@ -55,6 +55,7 @@ export {
   RECOMMENDED_UDP_RECEIVE_BUFFER,
   udpReceiveBufferAdvice,
   type UdpReceiveBuffers,
+  udpReceiveQueue,
   udpSocketDrops,
 } from "./udp_buffers.ts";
 export {

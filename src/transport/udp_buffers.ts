@@ -78,6 +78,7 @@ const SOL_SOCKET = 1;
 const SO_TYPE = 3;
 const SO_RCVBUF = 8;
 const SOCK_DGRAM = 2;
+const SO_MEMINFO = 55;
 const AF_INET = 2;
 const AF_INET6 = 10;
 /** Descriptors looked through for the socket; a server opens its sockets early. */
@@ -106,6 +107,28 @@ export function raiseUdpReceiveBuffer(
   const size = new Uint32Array([4]);
   if (libc.getsockopt(fd, SOL_SOCKET, SO_RCVBUF, value, size) !== 0) return undefined;
   return value[0];
+}
+
+/**
+ * How full this process's UDP socket bound to `port` is: a function giving the
+ * bytes waiting to be read over the bytes the kernel lets wait (0..1; from
+ * `SO_MEMINFO`, as `ss -m` shows them), or undefined where it cannot be read
+ * (not Linux, or no FFI permission for libc). The socket is found once; each
+ * call is one `getsockopt`. The relay holds its delivery back while its
+ * socket fills (`DeliveryTurns.watchBacklog`).
+ */
+export function udpReceiveQueue(port: number): (() => number) | undefined {
+  const libc = glibc();
+  if (libc === undefined) return undefined;
+  const fd = udpSocketFd(libc, port);
+  if (fd === undefined) return undefined;
+  const info = new Uint32Array(16);
+  const len = new Uint32Array(1);
+  return () => {
+    len[0] = info.byteLength;
+    if (libc.getsockopt(fd, SOL_SOCKET, SO_MEMINFO, info, len) !== 0 || info[1] === 0) return 0;
+    return info[0]! / info[1]!;
+  };
 }
 
 // This process's UDP socket bound to `port`: Deno names no descriptor, so each one is asked

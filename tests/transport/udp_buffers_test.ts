@@ -4,6 +4,7 @@ import {
   readUdpReceiveBuffers,
   RECOMMENDED_UDP_RECEIVE_BUFFER,
   udpReceiveBufferAdvice,
+  udpReceiveQueue,
   udpSocketDrops,
 } from "../../src/transport/udp_buffers.ts";
 
@@ -107,4 +108,21 @@ Deno.test({
       endpoint.close();
     }
   },
+});
+
+Deno.test("UDP receive queue: how full a QUIC socket is, while nothing reads it and after", async () => {
+  const endpoint = new Deno.QuicEndpoint({ hostname: "127.0.0.1", port: 0 });
+  try {
+    const queue = udpReceiveQueue(endpoint.addr.port);
+    assert.ok(queue !== undefined, "the socket could not be found (FFI)");
+    assert.equal(queue(), 0);
+    // This thread stays blocked from the burst to the look: the datagrams are still queued.
+    burstWhileBlocked(endpoint.addr.port, 200);
+    assert.ok(queue() > 0, "the unread burst is seen");
+    // Once the event loop comes round, Deno's QUIC endpoint reads (and discards) them.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(queue(), 0);
+  } finally {
+    endpoint.close();
+  }
 });

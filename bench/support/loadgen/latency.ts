@@ -26,6 +26,15 @@ export class LatencyHistogram {
     return n;
   }
 
+  /** Samples by whole seconds: index s counts [s, s+1) s; the last (10) counts 10 s or more. */
+  bySecond(): number[] {
+    const out = new Array<number>(11).fill(0);
+    for (let i = 0; i < this.counts.length; i++) {
+      out[Math.min(10, Math.floor(i / 10_000))]! += this.counts[i]!;
+    }
+    return out;
+  }
+
   /** The `q` quantile (0..1) in ms (upper bucket edge), or NaN when empty. */
   quantile(q: number): number {
     const total = this.total;

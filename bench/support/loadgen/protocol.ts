@@ -62,6 +62,13 @@ export interface WorkerReport {
   readonly setups: number;
   /** Set-up time histogram counts (dial to subscribed) since the previous report. */
   readonly setupLatency: Uint32Array;
+  /** Handshake time histogram counts (dial to QUIC connection up) since the previous report. */
+  readonly handshakeLatency: Uint32Array;
+  /** Longest set-up and handshake since the previous report, ms (the histograms stop at 10 s). */
+  readonly setupMaxMs: number;
+  readonly handshakeMaxMs: number;
+  /** Longest a 10 ms timer of this worker fired late since the previous report, ms (its busy loop). */
+  readonly loopLagMaxMs: number;
   /** Local UDP ports of this worker's QUIC endpoints (for their drop counters). */
   readonly ports: number[];
   /** Failures by reason since the start (a bounded set of reasons). */

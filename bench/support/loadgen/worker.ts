@@ -34,6 +34,20 @@ let groups = 0;
 let latency = new LatencyHistogram();
 let setups = 0;
 let setupLatency = new LatencyHistogram();
+let handshakeLatency = new LatencyHistogram();
+let setupMaxMs = 0;
+let handshakeMaxMs = 0;
+
+// How late a 10 ms timer fires: a worker whose loop is busy (reading a burst of group streams)
+// resolves set-ups late too, so a slow set-up is the load generator's when this is long.
+const LAG_PROBE_MS = 10;
+let loopLagMaxMs = 0;
+let lagProbeDue = performance.now() + LAG_PROBE_MS;
+const lagProbe = setInterval(() => {
+  const now = performance.now();
+  loopLagMaxMs = Math.max(loopLagMaxMs, now - lagProbeDue);
+  lagProbeDue = now + LAG_PROBE_MS;
+}, LAG_PROBE_MS);
 const failures: Record<string, number> = {};
 let windowFrom: number | undefined;
 let windowTo: number | undefined;
@@ -41,6 +55,15 @@ let windowStarted = false;
 let firstError: string | undefined;
 let endpoint: Deno.QuicEndpoint | undefined;
 let stopping = false;
+
+// Records a set-up that finished (dial to subscribed) and its handshake part (dial to connected).
+function recordSetup(setupMs: number, handshakeMs: number): void {
+  setups++;
+  setupLatency.record(setupMs);
+  handshakeLatency.record(handshakeMs);
+  setupMaxMs = Math.max(setupMaxMs, setupMs);
+  handshakeMaxMs = Math.max(handshakeMaxMs, handshakeMs);
+}
 
 async function dial(cfg: WorkerStart): Promise<Session> {
   const url = new URL(cfg.url);
@@ -119,8 +142,8 @@ async function runRaw(cfg: WorkerStart, sub: Sub, settled: () => void): Promise<
     sub.conn = conn;
     connecting--;
     sub.held = true;
-    setups++;
-    setupLatency.record(performance.now() - dialedAt);
+    const ms = performance.now() - dialedAt;
+    recordSetup(ms, ms);
     settled();
     sub.joinedBeforeWindow = !windowStarted;
     for await (const stream of conn.incomingUnidirectionalStreams) {
@@ -153,14 +176,15 @@ async function runSub(cfg: WorkerStart, sub: Sub, settled: () => void): Promise<
   connecting++;
   const dialedAt = performance.now();
   try {
-    const moq = await connect(await dial(cfg), { log: () => {} });
+    const session = await dial(cfg);
+    const handshakeMs = performance.now() - dialedAt;
+    const moq = await connect(session, { log: () => {} });
     sub.moq = moq;
     const s = moq.subscribe(cfg.path, cfg.track);
     await s.ready;
     connecting--;
     sub.held = true;
-    setups++;
-    setupLatency.record(performance.now() - dialedAt);
+    recordSetup(performance.now() - dialedAt, handshakeMs);
     settled();
     sub.joinedBeforeWindow = !windowStarted;
     for await (const g of s) {
@@ -235,6 +259,8 @@ const timer = setInterval(() => {
   latency = new LatencyHistogram();
   const setupCounts = setupLatency.counts;
   setupLatency = new LatencyHistogram();
+  const handshakeCounts = handshakeLatency.counts;
+  handshakeLatency = new LatencyHistogram();
   self.postMessage({
     type: "report",
     held,
@@ -246,12 +272,19 @@ const timer = setInterval(() => {
     windowSessions,
     setups,
     setupLatency: setupCounts,
+    handshakeLatency: handshakeCounts,
+    setupMaxMs,
+    handshakeMaxMs,
+    loopLagMaxMs,
     ports: endpoint ? [endpoint.addr.port] : [],
     failures: { ...failures },
     ...(firstError ? { error: firstError } : {}),
-  }, [counts.buffer, setupCounts.buffer]);
+  }, [counts.buffer, setupCounts.buffer, handshakeCounts.buffer]);
   groups = 0;
   setups = 0;
+  setupMaxMs = 0;
+  handshakeMaxMs = 0;
+  loopLagMaxMs = 0;
 }, 1000);
 
 self.onmessage = (e: MessageEvent<ToWorker>) => {
@@ -265,6 +298,7 @@ self.onmessage = (e: MessageEvent<ToWorker>) => {
   } else if (m.type === "stop") {
     stopping = true;
     clearInterval(timer);
+    clearInterval(lagProbe);
     for (const s of subs) {
       s.moq?.close(0, "loadgen done");
       try {

@@ -24,6 +24,22 @@ import { afterTurn } from "../../timers/mod.ts";
 /** Longest stretch of delivery in one turn, ms: measured fair at 2, and cheaper than shorter. */
 export const DELIVERY_TURN_MS = 2;
 
+/**
+ * Share of the UDP receive buffer in use past which no delivery turn starts (see
+ * {@linkcode DeliveryTurns.watchBacklog}): a quarter leaves the rest for what arrives until the
+ * next look, a turn later.
+ */
+export const BACKLOG_LIMIT = 0.25;
+
+/** How long a turn waits for the socket to be read when it is past {@linkcode BACKLOG_LIMIT}, ms. */
+export const BACKLOG_PAUSE_MS = 1;
+
+/**
+ * Pauses in a row after which a turn runs whatever the socket: a flood of datagrams that keeps
+ * the buffer full (more than the relay can read) slows delivery down, but cannot stop it.
+ */
+export const MAX_BACKLOG_PAUSES = 20;
+
 /** Options of {@linkcode DeliveryTurns}; the defaults are the process's clock and turn boundary. */
 export interface DeliveryTurnsOptions {
   /** Delivery allowed per turn, ms (default {@linkcode DELIVERY_TURN_MS}). */
@@ -32,6 +48,8 @@ export interface DeliveryTurnsOptions {
   readonly now?: () => number;
   /** Calls `fn` once the current event-loop turn is over (default setImmediate). */
   readonly afterTurn?: (fn: () => void) => void;
+  /** Calls `fn` after a pause in which the process's sockets are read (default a 1 ms timer). */
+  readonly pause?: (fn: () => void) => void;
 }
 
 /** Turns of bounded delivery; see the module comment. */
@@ -39,6 +57,9 @@ export class DeliveryTurns {
   readonly #budgetMs: number;
   readonly #now: () => number;
   readonly #afterTurn: (fn: () => void) => void;
+  readonly #pause: (fn: () => void) => void;
+  #backlog: (() => number) | undefined;
+  #pauses = 0;
   // When the current turn began; -1 when none is running (a boundary is pending while one runs).
   #start = -1;
   // Resumers of the waiting loops, oldest first from #head.
@@ -50,6 +71,21 @@ export class DeliveryTurns {
     this.#budgetMs = options.budgetMs ?? DELIVERY_TURN_MS;
     this.#now = options.now ?? (() => performance.now());
     this.#afterTurn = options.afterTurn ?? afterTurn;
+    this.#pause = options.pause ?? ((fn) => void setTimeout(fn, BACKLOG_PAUSE_MS));
+  }
+
+  /**
+   * Holds turns back while the socket the deliveries' ACKs come back to is filling: `backlog`
+   * gives the share of its receive buffer in use (0..1). Deno reads the QUIC socket on the
+   * same thread, only between turns, and a group's fan-out to many thousands brings their ACKs
+   * faster than that: the buffer overflowed, the kernel dropped datagrams, and each drop cost
+   * a retransmission, or a handshake, SETUP or SUBSCRIBE caught in the burst waited out QUIC's
+   * backed-off timer for seconds (docs/relay.md, "Sessions per node"). Past
+   * {@linkcode BACKLOG_LIMIT} the next turn waits {@linkcode BACKLOG_PAUSE_MS} while the socket
+   * is read, and looks again (at most {@linkcode MAX_BACKLOG_PAUSES} times in a row).
+   */
+  watchBacklog(backlog: () => number): void {
+    this.#backlog = backlog;
   }
 
   /** Loops waiting for the next turn. */
@@ -81,6 +117,15 @@ export class DeliveryTurns {
       this.#head = 0;
       return;
     }
+    if (
+      this.#backlog !== undefined && this.#pauses < MAX_BACKLOG_PAUSES &&
+      this.#backlog() > BACKLOG_LIMIT
+    ) {
+      this.#pauses++;
+      this.#pause(this.#nextTurn);
+      return;
+    }
+    this.#pauses = 0;
     // Drop the resumed front once it is most of the array.
     if (this.#head > 1024 && this.#head * 2 > this.#waiting.length) {
       this.#waiting = this.#waiting.slice(this.#head);

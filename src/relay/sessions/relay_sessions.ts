@@ -87,6 +87,14 @@ export class RelaySessions {
     this.#leases = leases.timers;
   }
 
+  /**
+   * Holds delivery turns back while the listener's UDP socket is filling (`backlog`: the share
+   * of its receive buffer in use; see `DeliveryTurns.watchBacklog`). Known once it is bound.
+   */
+  watchSocketBacklog(backlog: () => number): void {
+    this.#turns?.watchBacklog(backlog);
+  }
+
   /** Number of sessions running now. */
   get active(): number {
     return this.#live.size;

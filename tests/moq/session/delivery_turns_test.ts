@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { DeliveryTurns } from "../../../src/moq/session/delivery_turns.ts";
+import { DeliveryTurns, MAX_BACKLOG_PAUSES } from "../../../src/moq/session/delivery_turns.ts";
 import { ManualClock } from "../../support/manual_clock.ts";
 
 /** Turns driven by hand: `end()` ends the current event-loop turn. */
@@ -102,4 +102,67 @@ Deno.test("delivery turns: with the default boundary, waiters resume on the next
   assert.ok(p);
   await p; // would hang if no turn boundary were scheduled
   assert.equal(turns.waiting, 0);
+});
+
+Deno.test("delivery turns: while the socket's receive buffer is filling, no turn starts until it is read", async () => {
+  // A fan-out to 20 000 sessions brought their ACKs faster than the socket was read between
+  // turns: the kernel dropped datagrams, and handshakes and SETUPs caught in it waited out QUIC's
+  // backed-off timers for seconds. Past a quarter full, the waiting loops wait for the reading.
+  const clock = new ManualClock();
+  let pendingTurn: (() => void) | undefined;
+  let pendingPause: (() => void) | undefined;
+  const turns = new DeliveryTurns({
+    now: clock.now,
+    afterTurn: (fn) => void (pendingTurn = fn),
+    pause: (fn) => void (pendingPause = fn),
+  });
+  let full = 0.5;
+  turns.watchBacklog(() => full);
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
+  turns.wait();
+  clock.advance(2);
+  let resumed = 0;
+  for (let i = 0; i < 3; i++) turns.wait()!.then(() => resumed++);
+  const turn = pendingTurn!;
+  pendingTurn = undefined;
+  turn();
+  await settle();
+  assert.equal(resumed, 0, "no loop resumes while the buffer is half full");
+  assert.ok(pendingPause, "the turn waits for the socket to be read");
+  assert.equal(pendingTurn, undefined);
+  full = 0.1;
+  const pause = pendingPause;
+  pendingPause = undefined;
+  pause();
+  await settle();
+  assert.equal(resumed, 3, "once read, the waiting loops resume");
+});
+
+Deno.test("delivery turns: a buffer that stays full slows the turns but cannot stop them", async () => {
+  const clock = new ManualClock();
+  let pendingTurn: (() => void) | undefined;
+  let pauses = 0;
+  let pendingPause: (() => void) | undefined;
+  const turns = new DeliveryTurns({
+    now: clock.now,
+    afterTurn: (fn) => void (pendingTurn = fn),
+    pause: (fn) => {
+      pauses++;
+      pendingPause = fn;
+    },
+  });
+  turns.watchBacklog(() => 1);
+  turns.wait();
+  clock.advance(2);
+  let resumed = false;
+  turns.wait()!.then(() => (resumed = true));
+  pendingTurn!();
+  for (let i = 0; i < 100 && !resumed; i++) {
+    const pause = pendingPause;
+    pendingPause = undefined;
+    pause?.();
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+  assert.ok(resumed, "the waiting loop resumed");
+  assert.equal(pauses, MAX_BACKLOG_PAUSES);
 });
