@@ -88,14 +88,6 @@ export class IetfSession implements MoqPeer {
     return this.#core.stats;
   }
 
-  /**
-   * Group payload bytes this session holds in flight to its subscriber
-   * across every subscription it serves (`SessionSends`).
-   */
-  get sendBytesInFlight(): number {
-    return this.#core.sends.bytes;
-  }
-
   /** The broadcasts we announce to the peer (sent when it subscribes to their namespace). */
   get announcer(): Announcer {
     return this.#core.announcer;

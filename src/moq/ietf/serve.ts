@@ -199,18 +199,14 @@ export async function feed(
       }
       if (stopAll.aborted) break;
       streams++;
-      // A live group's objects written past its size at the start count too (`grown`).
-      const held: HeldStream = { size, grown: 0 };
-      core.sends.took(size);
-      core.sends.opened(held);
-      const task = sendGroup(core, s.requestId, sub.priority, g, stopAll, held);
+      const task = sendGroup(core, s.requestId, sub.priority, g, stopAll);
       inflight.set(task, size);
       inflightBytes += size;
+      core.sends.took(size);
       task.finally(() => {
         inflight.delete(task);
         inflightBytes -= size;
-        core.sends.closed(held);
-        core.sends.gave(size + held.grown);
+        core.sends.gave(size);
       });
     }
     await Promise.all(inflight.keys());
@@ -256,36 +252,6 @@ async function forwarded(sub: ServedSub, signal: AbortSignal): Promise<boolean> 
   return !signal.aborted;
 }
 
-/** A group stream's payload counted in the session's sends: its size at the start, and since. */
-interface HeldStream {
-  readonly size: number;
-  grown: number;
-}
-
-// Counts `more` bytes of `g`'s stream in the session's sends once it has room for them (the
-// session's oldest stream always has, see SessionSends), woken by room, the subscription's end
-// or the group's next change; false when the subscription ended or the group was reset.
-async function takeRoom(
-  core: IetfCore,
-  held: HeldStream,
-  more: number,
-  g: CachedGroup,
-  signal: AbortSignal,
-  ended: Promise<void>,
-): Promise<boolean> {
-  for (;;) {
-    if (signal.aborted || g.live?.state === "reset") return false;
-    if (core.sends.mayTake(held, more)) break;
-    const live = g.live;
-    const wakes = [core.sends.room(), ended];
-    if (live) wakes.push(live.changed());
-    await Promise.race(wakes);
-  }
-  held.grown += more;
-  core.sends.took(more);
-  return true;
-}
-
 /** A filter whose end group is below the track's largest group, so all of it is already past. */
 export function endsBehind(filter: m.SubscribeFilter, latest: number | undefined): boolean {
   return filter.kind === "absolute" && filter.endGroup !== undefined && latest !== undefined &&
@@ -318,7 +284,6 @@ async function sendGroup(
   priority: number,
   g: CachedGroup,
   signal: AbortSignal,
-  held: HeldStream,
 ): Promise<void> {
   let out: Sender | undefined;
   // The subscription ended (UNSUBSCRIBE, its stream's end, the session's): the stream is reset
@@ -345,10 +310,8 @@ async function sendGroup(
       stamp !== undefined,
     );
     // A complete group (most of them) goes as one write and the FIN, as moq-lite's does: a
-    // write per object costs each a promise and turns of the microtask queue. One that grew
-    // while its stream opened goes object by object below: what it gained must fit in the
-    // session's room.
-    if (!g.live && g.size <= held.size) {
+    // write per object costs each a promise and turns of the microtask queue.
+    if (!g.live) {
       const parts = [header];
       for (const f of g.frames) parts.push(encodeObject(f, core.draft, stamp));
       await out.write(concatBytes(parts));
@@ -358,23 +321,9 @@ async function sendGroup(
     }
     await out.write(header);
     let i = 0;
-    // The group's size when it started is counted already (in the caller); each object past it
-    // must fit in the session's room, as over moq-lite (SessionSends: the session's oldest
-    // stream always goes, so it cannot deadlock).
-    let written = 0;
     for (;;) {
       const frames = g.frames;
-      while (i < frames.length) {
-        const frame = frames[i]!;
-        written += frame.length;
-        const more = written - held.size - held.grown;
-        if (more > 0 && !(await takeRoom(core, held, more, g, signal, ended.promise))) {
-          if (signal.aborted) return abandon();
-          break; // the group was reset: below
-        }
-        i++;
-        await out.write(encodeObject(frame, core.draft, stamp));
-      }
+      while (i < frames.length) await out.write(encodeObject(frames[i++]!, core.draft, stamp));
       const live = g.live;
       if (!live || (live.state === "done" && i >= live.frames.length)) break;
       if (live.state === "reset" || signal.aborted) {

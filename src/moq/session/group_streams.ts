@@ -111,10 +111,10 @@ export class GroupStreams implements OrderedStreams {
     this.#wake();
   };
 
-  // A live group's stream took more frames for writing (some its subscription counted already).
-  readonly #grew = (session: number, subscription: number): void => {
-    this.#openBytes += subscription;
-    this.#core.sends.took(session);
+  // A live group's stream took more frames for writing.
+  readonly #grew = (bytes: number): void => {
+    this.#openBytes += bytes;
+    this.#core.sends.took(bytes);
   };
 
   #wake(): void {
@@ -125,9 +125,8 @@ export class GroupStreams implements OrderedStreams {
 
   #sent(stream: OpenStream<GroupSend>): void {
     this.#open.remove(stream);
-    this.#openBytes -= stream.send.counted + stream.send.arrived;
+    this.#openBytes -= stream.send.counted;
     if (this.#open.size === 0) this.#core.orderedOpen.delete(this);
-    this.#core.sends.closed(stream.send);
     this.#core.sends.gave(stream.send.counted);
     this.#wake();
     // No stream left to expire: the timer goes now, not at its deadline (an idle subscription
@@ -218,13 +217,12 @@ export class GroupStreams implements OrderedStreams {
     if (open === 0) return false;
     const size = group.size;
     if (this.#openBytes + size > this.#maxBytes) return true;
-    // Frames a live group's send has not taken yet (its write blocked, or the session had no
-    // room) are held too: counted now, only when the group would otherwise start (a few open
-    // streams to look at, 64 at most). The subscription counts them; the session counts only
-    // what its streams took (SessionSends), which bounds what they copy and write.
+    // Frames a live group's send has not taken yet (its write blocked) are held too: counted
+    // now, only when the group would otherwise start (a few open streams to look at, 64 at most).
     let more = 0;
     for (const stream of this.#open) more += stream.send.holdArrived();
     this.#openBytes += more;
+    this.#core.sends.took(more);
     return this.#openBytes + size > this.#maxBytes;
   }
 
@@ -250,7 +248,6 @@ export class GroupStreams implements OrderedStreams {
     send.counted = group.size;
     this.#openBytes += send.counted;
     this.#core.sends.took(send.counted);
-    this.#core.sends.opened(send);
     const core = this.#core;
     let place: number;
     if (this.delivery.ordered) {

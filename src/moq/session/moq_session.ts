@@ -95,14 +95,6 @@ export class MoqSession implements MoqPeer {
     return this.transport.remote;
   }
 
-  /**
-   * Group payload bytes this session holds in flight to its subscriber
-   * across every subscription it serves (`SessionSends`).
-   */
-  get sendBytesInFlight(): number {
-    return this.#core.sends.bytes;
-  }
-
   /** True once the session ended. */
   get isClosed(): boolean {
     return this.#core.isClosed;

@@ -129,15 +129,15 @@ export class CachedGroup {
   }
 
   /**
-   * The whole group stream (GROUP header for `subscribeId`, then the frames,
-   * or those below `to`) in `version`. The last one made is kept: subscribers of a relay or a
+   * The whole group stream (GROUP header for `subscribeId`, then the frames)
+   * in `version`. The last one made is kept: subscribers of a relay or a
    * listener mostly use the same id, so every one of them sends the same bytes.
    */
-  stream(version: Version, subscribeId: bigint, to?: number): Uint8Array<ArrayBuffer> {
-    if (this.live || (to !== undefined && to < this.frames.length)) {
+  stream(version: Version, subscribeId: bigint): Uint8Array<ArrayBuffer> {
+    if (this.live) {
       return this.#concat(
         encodeGroupStreamHeader({ subscribeId, sequence: this.sequence }),
-        this.encodedFrom(version, 0, to),
+        this.encoded(version),
       );
     }
     const kept = this.#stream;
@@ -164,14 +164,14 @@ export class CachedGroup {
   }
 
   /**
-   * Frames `from` up to `to` (exclusive; default: the latest), as they
-   * continue a group stream whose earlier frames were sent (lite-05
-   * timestamp deltas run on from frame `from - 1`).
+   * Frames `from` to the latest, as they continue a group stream whose
+   * earlier frames were sent (lite-05 timestamp deltas run on from frame
+   * `from - 1`).
    */
-  encodedFrom(version: Version, from: number, to?: number): Uint8Array<ArrayBuffer> {
-    const frames = this.frames.slice(from, to);
+  encodedFrom(version: Version, from: number): Uint8Array<ArrayBuffer> {
+    const frames = this.frames.slice(from);
     if (version !== "moq-lite-05") return encodeFrames(frames, version);
-    const stamps = this.#stamps()?.slice(from, to);
+    const stamps = this.#stamps()?.slice(from);
     const previous = from === 0 ? 0n : this.#stamps()?.[from - 1] ?? this.exactTimestamp;
     return encodeFrames(frames, version, this.exactTimestamp, stamps, previous);
   }

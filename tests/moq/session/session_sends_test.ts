@@ -24,19 +24,3 @@ Deno.test("session sends: a policy may lift the bound (a relay does for its peer
   limit = Infinity;
   assert.equal(sends.full(1024 * MiB), false);
 });
-
-Deno.test("session sends: past the bound only the oldest open stream may take more; its end lets the next go", async () => {
-  const sends = new SessionSends(() => 10 * MiB);
-  const [oldest, newer] = [{}, {}];
-  sends.opened(oldest);
-  sends.opened(newer);
-  sends.took(9 * MiB);
-  assert.equal(sends.mayTake(newer, MiB), true, "room for it");
-  assert.equal(sends.mayTake(newer, MiB + 1), false);
-  assert.equal(sends.mayTake(oldest, 100 * MiB), true, "the oldest always goes");
-  assert.equal(sends.mayTake(newer, 0), true, "bytes counted already need no room");
-  const room = sends.room();
-  sends.closed(oldest);
-  await room;
-  assert.equal(sends.mayTake(newer, 100 * MiB), true, "now the oldest");
-});
