@@ -7,13 +7,12 @@
  * until its publisher ends it, and the receive budget resets a stalled group
  * only while other groups of the same publisher wait for room) keeps that
  * count in every subscriber session that subscribed to its track. Past the
- * bound, every other group of those sessions waits for room that never comes:
- * new groups do not start (`full`), growing ones take no more frames
- * (`mayTake`). Here a subscriber that read every byte of publisher A's open
- * 62 MiB group never gets publisher B's next 4 MiB group of another track
- * (with a 32 MiB open group it does). It fails with the session files of
- * 1f59ace too (moq-lite counted growth in the bound since 97b5269); IETF
- * sessions, which did not count growth before 1a5bb90, have it since.
+ * bound, every other group of those sessions waits for room that never comes
+ * (new groups do not start: `full`). Here a subscriber that read every byte
+ * of publisher A's open 62 MiB group never gets publisher B's next 4 MiB group
+ * of another track (with a 32 MiB open group it does). A known hole, older
+ * than this test (moq-lite); ignored until the bound counts what the transport
+ * has not yet taken rather than what a stream has written.
  */
 import assert from "node:assert/strict";
 import { LiveFrames, type MoqSession, TrackProducer } from "../../../src/moq/mod.ts";
