@@ -170,10 +170,23 @@ export class GroupStreams implements OrderedStreams {
   send(group: CachedGroup): Promise<void> | undefined {
     if (this.#full(group)) return this.#sendAfterWaiting(group);
     const turn = this.#turns?.wait();
-    if (turn) return this.#sendAfterWaiting(group, turn);
+    if (turn) {
+      // Under overload most groups wait for a turn: a callback made once, not an async call.
+      this.#afterTurn = group;
+      return turn.then(this.#startAfterTurn);
+    }
     this.#start(group);
     return undefined;
   }
+
+  // The group waiting for its turn (one at most: only one loop sends).
+  #afterTurn: CachedGroup | undefined;
+
+  readonly #startAfterTurn = (): void => {
+    const group = this.#afterTurn!;
+    this.#afterTurn = undefined;
+    this.#start(group);
+  };
 
   /** Resolves once every stream started is finished or failed. */
   async drained(): Promise<void> {
@@ -194,14 +207,11 @@ export class GroupStreams implements OrderedStreams {
     this.#expiry = undefined;
   }
 
-  // Waits for `turn` (already asked for), or else for a slot and then a turn.
-  async #sendAfterWaiting(group: CachedGroup, turn?: Promise<void>): Promise<void> {
-    if (turn) await turn;
-    else {
-      while (this.#full(group)) await this.#slot();
-      const next = this.#turns?.wait();
-      if (next) await next;
-    }
+  // Waits for a slot and then a turn.
+  async #sendAfterWaiting(group: CachedGroup): Promise<void> {
+    while (this.#full(group)) await this.#slot();
+    const next = this.#turns?.wait();
+    if (next) await next;
     // Only one loop sends, so a slot free before the turn is free after it.
     this.#start(group);
   }
