@@ -99,9 +99,11 @@ export class GroupStreams implements OrderedStreams {
   /** True when `group` outlived the max latency and is not the track's latest. */
   expired(group: CachedGroup): boolean {
     const max = this.delivery.maxLatency;
-    if (max <= 0 || this.#clock() - group.writtenAt <= max) return false;
+    if (max <= 0) return false;
+    // The latest first: a subscriber keeping up sends the latest, and reads no clock for it.
     const latest = this.#track.latest;
-    return latest !== undefined && group.sequence < latest;
+    if (latest === undefined || group.sequence >= latest) return false;
+    return this.#clock() - group.writtenAt > max;
   }
 
   // A stream stopped taking a slot: it ended, or waits for frames not written yet (its bytes
@@ -168,10 +170,23 @@ export class GroupStreams implements OrderedStreams {
   send(group: CachedGroup): Promise<void> | undefined {
     if (this.#full(group)) return this.#sendAfterWaiting(group);
     const turn = this.#turns?.wait();
-    if (turn) return this.#sendAfterWaiting(group, turn);
+    if (turn) {
+      // Under overload most groups wait for a turn: a callback made once, not an async call.
+      this.#afterTurn = group;
+      return turn.then(this.#startAfterTurn);
+    }
     this.#start(group);
     return undefined;
   }
+
+  // The group waiting for its turn (one at most: only one loop sends).
+  #afterTurn: CachedGroup | undefined;
+
+  readonly #startAfterTurn = (): void => {
+    const group = this.#afterTurn!;
+    this.#afterTurn = undefined;
+    this.#start(group);
+  };
 
   /** Resolves once every stream started is finished or failed. */
   async drained(): Promise<void> {
@@ -188,18 +203,15 @@ export class GroupStreams implements OrderedStreams {
 
   /** Stops the expiry timer (the subscription ended). */
   dispose(): void {
-    if (this.#expiry !== undefined) this.#core.timers.clearTimeout(this.#expiry);
+    if (this.#expiry !== undefined) this.#core.expiryTimers.clearTimeout(this.#expiry);
     this.#expiry = undefined;
   }
 
-  // Waits for `turn` (already asked for), or else for a slot and then a turn.
-  async #sendAfterWaiting(group: CachedGroup, turn?: Promise<void>): Promise<void> {
-    if (turn) await turn;
-    else {
-      while (this.#full(group)) await this.#slot();
-      const next = this.#turns?.wait();
-      if (next) await next;
-    }
+  // Waits for a slot and then a turn.
+  async #sendAfterWaiting(group: CachedGroup): Promise<void> {
+    while (this.#full(group)) await this.#slot();
+    const next = this.#turns?.wait();
+    if (next) await next;
     // Only one loop sends, so a slot free before the turn is free after it.
     this.#start(group);
   }
@@ -244,7 +256,7 @@ export class GroupStreams implements OrderedStreams {
   // count on past RANKS; the ranks they are sent at move their base up before the last one.
   #start(group: CachedGroup): void {
     this.#inflight++;
-    const send = new GroupSend(this.#core, this.#id, group, (n) => this.#track.sent(group, n));
+    const send = new GroupSend(this.#core, this.#id, group, this.#track);
     send.counted = group.size;
     this.#openBytes += send.counted;
     this.#core.sends.took(send.counted);
@@ -263,11 +275,22 @@ export class GroupStreams implements OrderedStreams {
       if (!group.complete) this.#place++;
     }
     const stream = this.#open.add(send, place, this.delivery.maxLatency > 0);
+    send.entry = stream;
     if (stream.expires) this.#armExpiry();
     const order = this.#order(place);
-    void send.run(order === 0 ? NO_ORDER : { sendOrder: order }, this.#freeSlot, this.#grew)
-      .then(() => this.#sent(stream));
+    void send.run(
+      order === 0 ? NO_ORDER : { sendOrder: order },
+      this.#freeSlot,
+      this.#grew,
+      this.#ended,
+    );
   }
+
+  readonly #ended = (send: GroupSend): void => {
+    const stream = send.entry;
+    send.entry = undefined;
+    if (stream) this.#sent(stream);
+  };
 
   #order(place: number): number {
     const ordered = this.delivery.ordered;
@@ -297,7 +320,7 @@ export class GroupStreams implements OrderedStreams {
     }
     if (earliest === Infinity) return;
     const wait = Math.max(10, earliest + this.delivery.maxLatency - this.#clock() + 1);
-    this.#expiry = this.#core.timers.setTimeout(this.#expire, wait);
+    this.#expiry = this.#core.expiryTimers.setTimeout(this.#expire, wait);
   }
 
   readonly #expire = (): void => {
@@ -310,7 +333,7 @@ export class GroupStreams implements OrderedStreams {
     }
     // A stream too old but still the latest group is checked again later.
     if (this.#open.expiring > 0) {
-      this.#expiry = this.#core.timers.setTimeout(
+      this.#expiry = this.#core.expiryTimers.setTimeout(
         this.#expire,
         Math.max(10, this.delivery.maxLatency / 4),
       );

@@ -1,8 +1,18 @@
 /** One group's stream to a subscriber: the whole group at once, or frame by frame while it arrives. */
-import type { StreamOptions } from "../../transport/mod.ts";
+import type { SendStream, StreamOptions } from "../../transport/mod.ts";
 import type { CachedGroup, LiveFrames } from "../track/mod.ts";
 import { errorText } from "../../error_text/mod.ts";
 import type { SessionCore } from "./core.ts";
+import type { OpenStream } from "./open_streams.ts";
+
+/** Who is told the payload bytes each write of a group's stream took (the served track). */
+export interface SentTo {
+  /** `bytes` payload bytes of `group` went to the transport. */
+  sent(group: CachedGroup, bytes: number): void;
+}
+
+// One callback for the rejections reported elsewhere, not a new one for every stream.
+const ignore = (): void => {};
 
 /**
  * Sends one group on its own uni stream. A complete group goes as one write
@@ -16,9 +26,9 @@ export class GroupSend {
   readonly group: CachedGroup;
   readonly #core: SessionCore;
   readonly #id: bigint;
-  readonly #sent: (bytes: number) => void;
+  readonly #track: SentTo;
   #writer: WritableStreamDefaultWriter<Uint8Array> | undefined;
-  #setOrder: ((order: number) => void) | undefined;
+  #stream: SendStream | undefined;
   #order: number | undefined;
   #aborted = false;
   #wakeAbort: (() => void) | undefined;
@@ -28,24 +38,30 @@ export class GroupSend {
    * for writing past that (a live group's), and by {@linkcode holdArrived}.
    */
   counted = 0;
+  /** Its place in the subscription's open streams, while it is there (set by its owner). */
+  entry: OpenStream<GroupSend> | undefined;
   #taken = 0;
   #grew: ((bytes: number) => void) | undefined;
 
   /**
    * A send of `group` for subscription `id`; {@linkcode run} starts it.
-   * `sent` is told the payload bytes of each write the stream took.
+   * `track` is told the payload bytes of each write the stream took.
    */
-  constructor(core: SessionCore, id: bigint, group: CachedGroup, sent: (bytes: number) => void) {
+  constructor(core: SessionCore, id: bigint, group: CachedGroup, track: SentTo) {
     this.#core = core;
     this.#id = id;
     this.group = group;
-    this.#sent = sent;
+    this.#track = track;
+  }
+
+  #sent(bytes: number): void {
+    this.#track.sent(this.group, bytes);
   }
 
   /** Changes the stream's send order (at once, or once it is open). */
   reorder(order: number): void {
     this.#order = order;
-    this.#setOrder?.(order);
+    this.#stream?.setSendOrder?.(order);
   }
 
   /** Resets the stream (or never opens it); idempotent. */
@@ -53,7 +69,7 @@ export class GroupSend {
     if (this.#aborted) return;
     this.#aborted = true;
     this.#core.stats.groupsReset++;
-    this.#writer?.abort().catch(() => {});
+    this.#writer?.abort().catch(ignore);
     this.#wakeAbort?.();
   }
 
@@ -63,12 +79,14 @@ export class GroupSend {
    * it has sent every frame so far and only waits for the next (a slot of
    * the subscription's streams in flight is not held by a group being written).
    * `grew` is told the bytes {@linkcode counted} grew by (frames of a live
-   * group taken for writing past its size at the start).
+   * group taken for writing past its size at the start), and `ended` that
+   * the stream ended, once, after `release`.
    */
   async run(
     order: StreamOptions,
     release: (send: GroupSend) => void,
     grew?: (bytes: number) => void,
+    ended?: (send: GroupSend) => void,
   ): Promise<void> {
     this.#release = release;
     this.#grew = grew;
@@ -77,14 +95,14 @@ export class GroupSend {
     // calls: each would cost every group a promise and a turn of the microtask queue.
     try {
       const stream = await core.transport.openUni(order);
-      this.#setOrder = stream.setSendOrder;
+      this.#stream = stream;
       if (this.#order !== undefined) stream.setSendOrder?.(this.#order);
       const writer = this.#writer = stream.writable.getWriter();
-      if (this.#aborted) writer.abort().catch(() => {});
+      if (this.#aborted) writer.abort().catch(ignore);
       else if (this.group.complete) {
         const bytes = this.group.stream(core.version, this.#id);
         // One write and the FIN queued together; close settles after the write.
-        writer.write(bytes).catch(() => {}); // reported through close
+        writer.write(bytes).catch(ignore); // reported through close
         await writer.close();
         core.stats.bytesSent += bytes.length;
         core.stats.groupsSent++;
@@ -100,10 +118,13 @@ export class GroupSend {
       // to the old generation would otherwise keep its stream's objects alive through every
       // young collection until the next full one.
       this.#writer =
-        this.#setOrder =
+        this.#stream =
         this.#wakeAbort =
         this.#grew =
           undefined;
+      // Told here rather than through a `.then` on this call: a promise and a callback less
+      // for every group sent to every subscriber.
+      ended?.(this);
     }
   }
 

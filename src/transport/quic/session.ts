@@ -84,9 +84,17 @@ class QuicSession implements Session {
     };
   }
 
-  async openUni(options?: StreamOptions): Promise<SendStream> {
-    const s = await this.#open(() => this.#conn.createUnidirectionalStream(openOptions(options)));
-    return { writable: s, setSendOrder: (order: number) => setOrder(s, order) };
+  // Not through #open: a relay opens one of these per group per subscriber, and the async
+  // wrapper, its closure and the order setter's closure were work for every one of them.
+  openUni(options?: StreamOptions): Promise<SendStream> {
+    try {
+      return this.#conn.createUnidirectionalStream(openOptions(options)).then(
+        toSend,
+        this.#openFailed,
+      );
+    } catch (err) {
+      return Promise.reject(this.#openError(err));
+    }
   }
 
   translateError(err: unknown): unknown {
@@ -99,11 +107,19 @@ class QuicSession implements Session {
     try {
       return await open();
     } catch (err) {
-      const translated = fromDenoQuicError(err);
-      if (translated !== err || !this.#ended) throw translated;
-      throw new SessionClosedError(errorText(err), { cause: err });
+      throw this.#openError(err);
     }
   }
+
+  #openError(err: unknown): unknown {
+    const translated = fromDenoQuicError(err);
+    if (translated !== err || !this.#ended) return translated;
+    return new SessionClosedError(errorText(err), { cause: err });
+  }
+
+  readonly #openFailed = (err: unknown): never => {
+    throw this.#openError(err);
+  };
 
   // The accepts and the datagram read are plain functions over module-level callbacks, not
   // async functions: each session waits in all three for its whole life, and a suspended async
@@ -162,6 +178,23 @@ function toBidi(
     writable: s.writable,
     setSendOrder: (order: number) => setOrder(s.writable, order),
   };
+}
+
+/** A send stream whose order setter is a method, not a closure made for each stream. */
+class QuicSendStream implements SendStream {
+  readonly writable: Deno.QuicSendStream;
+
+  constructor(writable: Deno.QuicSendStream) {
+    this.writable = writable;
+  }
+
+  setSendOrder(order: number): void {
+    setOrder(this.writable, order);
+  }
+}
+
+function toSend(s: Deno.QuicSendStream): SendStream {
+  return new QuicSendStream(s);
 }
 
 function toRecv(r: ReadableStreamReadResult<Deno.QuicReceiveStream>): RecvStream | undefined {

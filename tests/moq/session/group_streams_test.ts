@@ -56,6 +56,7 @@ function stalledCore(
     stats: new MoqStats(),
     version: "moq-lite-05",
     timers: systemTimers,
+    expiryTimers: systemTimers,
     isClosed: false,
     orderedPlace,
     orderedBase: 0,
