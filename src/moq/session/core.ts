@@ -35,7 +35,15 @@ export interface OrderedStreams {
  * behind them stays armed while any is pending and is cleared with the last, so an idle
  * subscription still holds no timer.
  */
-const STREAM_EXPIRY = new Deadlines({ now: Date.now }); // the clock group streams expire on
+// On the monotonic clock, as a timer of its own was: a deadline is a wait in ms, and on the wall
+// clock a step back would hold every deadline pending then (and its subscription's later ones)
+// for as long as the step. Groups are still aged on the wall clock (`expired`).
+const STREAM_EXPIRY = new Deadlines();
+
+/** Expiry deadlines pending in the process's shared queue (for tests of the bound and leaks). */
+export function pendingStreamExpiries(): number {
+  return STREAM_EXPIRY.size;
+}
 
 /** The close code for the peer's protocol violations. */
 export const PROTOCOL_CODE = MoqCode.ProtocolViolation;
