@@ -40,6 +40,14 @@ export const BACKLOG_PAUSE_MS = 1;
  */
 export const MAX_BACKLOG_PAUSES = 20;
 
+/**
+ * Most of each second turns may spend waiting for the socket, ms. The socket's fill cannot tell
+ * the fan-out's own ACKs from datagrams anyone may send to the port, so a flood that keeps it
+ * filling would otherwise take twenty pauses from every turn: this leaves delivery at least four
+ * fifths of every second, whatever arrives.
+ */
+export const MAX_BACKLOG_PAUSE_MS_PER_S = 200;
+
 /** Options of {@linkcode DeliveryTurns}; the defaults are the process's clock and turn boundary. */
 export interface DeliveryTurnsOptions {
   /** Delivery allowed per turn, ms (default {@linkcode DELIVERY_TURN_MS}). */
@@ -60,6 +68,11 @@ export class DeliveryTurns {
   readonly #pause: (fn: () => void) => void;
   #backlog: (() => number) | undefined;
   #pauses = 0;
+  // Time paused in the current second, and when that second began.
+  #pausedMs = 0;
+  #pauseSecond = -Infinity;
+  // When the pause under way began.
+  #pauseStart = 0;
   // When the current turn began; -1 when none is running (a boundary is pending while one runs).
   #start = -1;
   // Resumers of the waiting loops, oldest first from #head.
@@ -82,7 +95,8 @@ export class DeliveryTurns {
    * a retransmission, or a handshake, SETUP or SUBSCRIBE caught in the burst waited out QUIC's
    * backed-off timer for seconds (docs/relay.md, "Sessions per node"). Past
    * {@linkcode BACKLOG_LIMIT} the next turn waits {@linkcode BACKLOG_PAUSE_MS} while the socket
-   * is read, and looks again (at most {@linkcode MAX_BACKLOG_PAUSES} times in a row).
+   * is read, and looks again (at most {@linkcode MAX_BACKLOG_PAUSES} times in a row, and for at
+   * most {@linkcode MAX_BACKLOG_PAUSE_MS_PER_S} of each second).
    */
   watchBacklog(backlog: () => number): void {
     this.#backlog = backlog;
@@ -117,12 +131,10 @@ export class DeliveryTurns {
       this.#head = 0;
       return;
     }
-    if (
-      this.#backlog !== undefined && this.#pauses < MAX_BACKLOG_PAUSES &&
-      this.#backlog() > BACKLOG_LIMIT
-    ) {
+    if (this.#mayPause()) {
       this.#pauses++;
-      this.#pause(this.#nextTurn);
+      this.#pauseStart = this.#now();
+      this.#pause(this.#afterPause);
       return;
     }
     this.#pauses = 0;
@@ -134,6 +146,23 @@ export class DeliveryTurns {
     this.#start = this.#now();
     this.#afterTurn(this.#nextTurn);
     this.#resumeNext();
+  };
+
+  // Whether the next turn waits for the socket: it is past the limit, and neither this run of
+  // pauses nor this second's pause time is used up.
+  #mayPause(): boolean {
+    if (this.#backlog === undefined || this.#pauses >= MAX_BACKLOG_PAUSES) return false;
+    const now = this.#now();
+    if (now - this.#pauseSecond >= 1000) {
+      this.#pauseSecond = now;
+      this.#pausedMs = 0;
+    }
+    return this.#pausedMs < MAX_BACKLOG_PAUSE_MS_PER_S && this.#backlog() > BACKLOG_LIMIT;
+  }
+
+  readonly #afterPause = (): void => {
+    this.#pausedMs += this.#now() - this.#pauseStart;
+    this.#nextTurn();
   };
 
   // Resumes the oldest waiter, then (a microtask later, once it has started its send) the next,

@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { DeliveryTurns, MAX_BACKLOG_PAUSES } from "../../../src/moq/session/delivery_turns.ts";
+import {
+  DeliveryTurns,
+  MAX_BACKLOG_PAUSE_MS_PER_S,
+  MAX_BACKLOG_PAUSES,
+} from "../../../src/moq/session/delivery_turns.ts";
 import { ManualClock } from "../../support/manual_clock.ts";
 
 /** Turns driven by hand: `end()` ends the current event-loop turn. */
@@ -165,4 +169,54 @@ Deno.test("delivery turns: a buffer that stays full slows the turns but cannot s
   }
   assert.ok(resumed, "the waiting loop resumed");
   assert.equal(pauses, MAX_BACKLOG_PAUSES);
+});
+
+Deno.test("delivery turns: a buffer kept full (a flood anyone may send) takes at most a fifth of each second from delivery", async () => {
+  // The socket's fill cannot tell the fan-out's own ACKs from junk sent to the port; without a
+  // cap per second, twenty pauses of every turn left delivery a twentieth of its time.
+  const clock = new ManualClock();
+  let pendingTurn: (() => void) | undefined;
+  let pendingPause: (() => void) | undefined;
+  const turns = new DeliveryTurns({
+    now: clock.now,
+    afterTurn: (fn) => void (pendingTurn = fn),
+    pause: (fn) => void (pendingPause = fn),
+  });
+  turns.watchBacklog(() => 1);
+  const PAUSE_TAKES_MS = 2; // what a 1 ms timer took on a loaded host
+  const SEND_MS = 0.5;
+  let pausedMs = 0;
+  let sends = 0;
+  const start = clock.now();
+  // One loop that always has a group to send, for 3 s of the clock.
+  const loop = async () => {
+    while (clock.now() - start < 3000) {
+      const turn = turns.wait();
+      if (turn) await turn;
+      clock.advance(SEND_MS);
+      sends++;
+    }
+  };
+  let done = false;
+  const running = loop().then(() => (done = true));
+  while (!done) {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    if (pendingPause) {
+      const pause = pendingPause;
+      pendingPause = undefined;
+      clock.advance(PAUSE_TAKES_MS);
+      pausedMs += PAUSE_TAKES_MS;
+      pause();
+    } else if (pendingTurn) {
+      const turn = pendingTurn;
+      pendingTurn = undefined;
+      turn();
+    }
+  }
+  await running;
+  assert.ok(
+    pausedMs <= 3 * (MAX_BACKLOG_PAUSE_MS_PER_S + PAUSE_TAKES_MS),
+    `${pausedMs} ms of 3 000 paused`,
+  );
+  assert.ok(sends > 0);
 });
