@@ -88,6 +88,15 @@ export class IetfSession implements MoqPeer {
     return this.#core.stats;
   }
 
+  /**
+   * Group bytes (payload and a frame's cost) this session handed to its
+   * transport that the transport has not taken yet, across every
+   * subscription it serves (`SessionSends`).
+   */
+  get sendBytesInFlight(): number {
+    return this.#core.sends.bytes;
+  }
+
   /** The broadcasts we announce to the peer (sent when it subscribes to their namespace). */
   get announcer(): Announcer {
     return this.#core.announcer;

@@ -3,7 +3,7 @@
  * application's track, one object per frame (followed frame by frame while
  * the group is still arriving), then PUBLISH_DONE.
  */
-import { type CachedGroup, TrackProducer } from "../track/mod.ts";
+import { type CachedGroup, FRAME_COST, TrackProducer } from "../track/mod.ts";
 import { normalizePath, pathProblem } from "../../path/mod.ts";
 import { Sender } from "../sender.ts";
 import { concatBytes } from "../../wire/mod.ts";
@@ -186,8 +186,9 @@ export async function feed(
       if (!sub.forward || g.sequence < sub.startGroup) continue;
       if (sub.endGroup !== undefined && g.sequence > sub.endGroup) continue;
       // As over moq-lite: a slow subscriber holds at most 16 groups and 8 MiB of their payload
-      // in flight (one group always goes, however large), and the session's subscriptions
-      // SESSION_BYTES_IN_FLIGHT between them (SessionSends).
+      // in flight (one group always goes, however large); a group starts only while the
+      // session's subscriptions have room in SESSION_BYTES_IN_FLIGHT for what their transport
+      // has not taken yet (SessionSends, counted in sendGroup).
       const size = g.size;
       while (
         inflight.size >= GROUPS_IN_FLIGHT ||
@@ -202,11 +203,9 @@ export async function feed(
       const task = sendGroup(core, s.requestId, sub.priority, g, stopAll);
       inflight.set(task, size);
       inflightBytes += size;
-      core.sends.took(size);
       task.finally(() => {
         inflight.delete(task);
         inflightBytes -= size;
-        core.sends.gave(size);
       });
     }
     await Promise.all(inflight.keys());
@@ -286,6 +285,16 @@ async function sendGroup(
   signal: AbortSignal,
 ): Promise<void> {
   let out: Sender | undefined;
+  // The group's bytes count in the session's sends from its start, which waited for room (feed),
+  // not only once its stream opened: every start checked meanwhile sees them.
+  const sends = core.sends;
+  let reserved = g.size + g.frames.length * FRAME_COST;
+  sends.took(reserved);
+  const unreserve = (): void => {
+    if (reserved === 0) return;
+    sends.gave(reserved);
+    reserved = 0;
+  };
   // The subscription ended (UNSUBSCRIBE, its stream's end, the session's): the stream is reset
   // at once, not after a write the subscriber never reads or a frame a stalled publisher never
   // sends; until then the subscription holds its place, its cursor and the upstream track.
@@ -311,34 +320,73 @@ async function sendGroup(
     );
     // A complete group (most of them) goes as one write and the FIN, as moq-lite's does: a
     // write per object costs each a promise and turns of the microtask queue.
+    // The session counts each write until the transport took it (SessionSends); the group's
+    // start waited for room (feed), each later object of a live group waits for it here.
     if (!g.live) {
       const parts = [header];
       for (const f of g.frames) parts.push(encodeObject(f, core.draft, stamp));
-      await out.write(concatBytes(parts));
+      const held = g.size + g.frames.length * FRAME_COST;
+      sends.took(held);
+      unreserve();
+      try {
+        await out.write(concatBytes(parts));
+      } finally {
+        sends.gave(held);
+      }
       await out.close();
       core.stats.groupsSent++;
       return;
     }
     await out.write(header);
-    let i = 0;
-    for (;;) {
-      const frames = g.frames;
-      while (i < frames.length) await out.write(encodeObject(frames[i++]!, core.draft, stamp));
-      const live = g.live;
-      if (!live || (live.state === "done" && i >= live.frames.length)) break;
-      if (live.state === "reset" || signal.aborted) {
-        out.abort(new Error("group abandoned"));
-        core.stats.groupsReset++;
-        return;
+    // Each object counts as it is written, from here.
+    unreserve();
+    // The session's oldest stream of a group still arriving writes past its bound (SessionSends).
+    sends.opened(ended);
+    try {
+      let i = 0;
+      for (;;) {
+        const frames = g.frames;
+        while (i < frames.length) {
+          const frame = frames[i]!;
+          const held = frame.length + FRAME_COST;
+          if (!sends.mayWrite(ended, held)) {
+            // Past the bound the object waits in its group for room, the group's end or reset,
+            // or the subscription's end.
+            const live = g.live;
+            await Promise.race(
+              live ? [sends.room(), ended.promise, live.changed()] : [sends.room(), ended.promise],
+            );
+            if (signal.aborted) return;
+            if (g.live?.state === "reset") break;
+            continue;
+          }
+          i++;
+          sends.took(held);
+          try {
+            await out.write(encodeObject(frame, core.draft, stamp));
+          } finally {
+            sends.gave(held);
+          }
+        }
+        const live = g.live;
+        if (!live || (live.state === "done" && i >= live.frames.length)) break;
+        if (live.state === "reset" || signal.aborted) {
+          out.abort(new Error("group abandoned"));
+          core.stats.groupsReset++;
+          return;
+        }
+        if (i < live.frames.length) continue;
+        await Promise.race([live.changed(), ended.promise]);
       }
-      if (i < live.frames.length) continue;
-      await Promise.race([live.changed(), ended.promise]);
+    } finally {
+      sends.closed(ended);
     }
     await out.close();
     core.stats.groupsSent++;
   } catch {
     out?.abort();
   } finally {
+    unreserve();
     signal.removeEventListener("abort", abandon);
   }
 }

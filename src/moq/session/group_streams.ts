@@ -116,7 +116,6 @@ export class GroupStreams implements OrderedStreams {
   // A live group's stream took more frames for writing.
   readonly #grew = (bytes: number): void => {
     this.#openBytes += bytes;
-    this.#core.sends.took(bytes);
   };
 
   #wake(): void {
@@ -129,7 +128,6 @@ export class GroupStreams implements OrderedStreams {
     this.#open.remove(stream);
     this.#openBytes -= stream.send.counted;
     if (this.#open.size === 0) this.#core.orderedOpen.delete(this);
-    this.#core.sends.gave(stream.send.counted);
     this.#wake();
     // No stream left to expire: the timer goes now, not at its deadline (an idle subscription
     // holds no timer).
@@ -222,8 +220,9 @@ export class GroupStreams implements OrderedStreams {
     const open = this.#open.size;
     this.#heldBySession = false;
     if (this.#inflight >= this.#max || open >= this.#maxOpen) return true;
-    // The session's subscriptions share a bound too (SessionSends), checked while none of its
-    // streams could end to wake this one: those of any subscription of the session do.
+    // The session's subscriptions share a bound on what their transport has not taken yet
+    // (SessionSends), checked while none of its streams could end to wake this one: a write of
+    // any subscription of the session the transport takes does.
     this.#heldBySession = this.#core.sends.full(group.size);
     if (this.#heldBySession) return true;
     if (open === 0) return false;
@@ -234,7 +233,6 @@ export class GroupStreams implements OrderedStreams {
     let more = 0;
     for (const stream of this.#open) more += stream.send.holdArrived();
     this.#openBytes += more;
-    this.#core.sends.took(more);
     return this.#openBytes + size > this.#maxBytes;
   }
 
@@ -259,7 +257,6 @@ export class GroupStreams implements OrderedStreams {
     const send = new GroupSend(this.#core, this.#id, group, this.#track);
     send.counted = group.size;
     this.#openBytes += send.counted;
-    this.#core.sends.took(send.counted);
     const core = this.#core;
     let place: number;
     if (this.delivery.ordered) {

@@ -95,6 +95,15 @@ export class MoqSession implements MoqPeer {
     return this.transport.remote;
   }
 
+  /**
+   * Group bytes (payload and a frame's cost) this session handed to its
+   * transport that the transport has not taken yet, across every
+   * subscription it serves (`SessionSends`).
+   */
+  get sendBytesInFlight(): number {
+    return this.#core.sends.bytes;
+  }
+
   /** True once the session ended. */
   get isClosed(): boolean {
     return this.#core.isClosed;

@@ -1,6 +1,6 @@
 /** One group's stream to a subscriber: the whole group at once, or frame by frame while it arrives. */
 import type { SendStream, StreamOptions } from "../../transport/mod.ts";
-import type { CachedGroup, LiveFrames } from "../track/mod.ts";
+import { type CachedGroup, FRAME_COST, type LiveFrames } from "../track/mod.ts";
 import { errorText } from "../../error_text/mod.ts";
 import type { SessionCore } from "./core.ts";
 import type { OpenStream } from "./open_streams.ts";
@@ -91,6 +91,10 @@ export class GroupSend {
     this.#release = release;
     this.#grew = grew;
     const core = this.#core;
+    // The group's bytes count in the session's sends from its start, which waited for room
+    // (GroupStreams), not only once its stream opened: every start checked meanwhile sees them.
+    this.#reserved = this.group.size + this.group.frames.length * FRAME_COST;
+    core.sends.took(this.#reserved);
     // A complete group (most of them) is sent in this one frame, not through nested async
     // calls: each would cost every group a promise and a turn of the microtask queue.
     try {
@@ -101,18 +105,34 @@ export class GroupSend {
       if (this.#aborted) writer.abort().catch(ignore);
       else if (this.group.complete) {
         const bytes = this.group.stream(core.version, this.#id);
-        // One write and the FIN queued together; close settles after the write.
-        writer.write(bytes).catch(ignore); // reported through close
+        // The session counts the write until the transport took it (SessionSends); its start
+        // waited for room (GroupStreams).
+        const sends = core.sends;
+        const held = this.group.size + this.group.frames.length * FRAME_COST;
+        const given = (): void => sends.gave(held);
+        sends.took(held);
+        this.#unreserve();
+        // One write and the FIN queued together; close settles after the write, whose failure
+        // it reports.
+        writer.write(bytes).then(given, given);
         await writer.close();
         core.stats.bytesSent += bytes.length;
         core.stats.groupsSent++;
         this.#sent(this.group.size);
-      } else await this.#follow(writer);
+      } else {
+        core.sends.opened(this);
+        try {
+          await this.#follow(writer);
+        } finally {
+          core.sends.closed(this);
+        }
+      }
     } catch (err) {
       if (!core.isClosed && !this.#aborted) {
         core.log("group-send", `group stream failed: ${errorText(err)}`);
       }
     } finally {
+      this.#unreserve();
       this.#released();
       // An ended send holds no stream: one the young-generation collector had already moved
       // to the old generation would otherwise keep its stream's objects alive through every
@@ -129,6 +149,15 @@ export class GroupSend {
   }
 
   #release: ((send: GroupSend) => void) | undefined;
+  // What the session counts for the stream from its start until its first write counts instead.
+  #reserved = 0;
+
+  #unreserve(): void {
+    const reserved = this.#reserved;
+    if (reserved === 0) return;
+    this.#reserved = 0;
+    this.#core.sends.gave(reserved);
+  }
 
   #released(): void {
     const release = this.#release;
@@ -146,13 +175,30 @@ export class GroupSend {
       if (live?.state === "reset") return this.abort();
       const count = group.frames.length;
       if (sent === 0 || count > sent) {
+        const payload = group.bytesOf(sent, count);
+        // What the transport has not taken yet counts in the session's sends until it does
+        // (SessionSends): past the bound, the frames wait here, in the group, for room (the
+        // session's oldest such stream goes on); the first write (and so the stream's start)
+        // waited for it in GroupStreams.
+        const held = payload + (count - sent) * FRAME_COST;
+        if (sent > 0 && !core.sends.mayWrite(this, held)) {
+          this.#released();
+          await this.#change(live, core.sends.room());
+          if (this.#aborted) return;
+          continue;
+        }
         const bytes = sent === 0
           ? group.stream(core.version, this.#id)
           : group.encodedFrom(core.version, sent);
-        const payload = group.bytesOf(sent, count);
         sent = count;
         this.#take(payload);
-        await writer.write(bytes);
+        core.sends.took(held);
+        this.#unreserve();
+        try {
+          await writer.write(bytes);
+        } finally {
+          core.sends.gave(held);
+        }
         core.stats.bytesSent += bytes.length;
         this.#sent(payload);
       }
@@ -191,9 +237,12 @@ export class GroupSend {
     this.#grew?.(more);
   }
 
-  // The next frame, end or reset of the group, or this send's abort.
-  #change(live: LiveFrames): Promise<void> {
+  // The next frame, end or reset of the group, `room` in the session's sends, or this send's abort.
+  #change(live: LiveFrames | undefined, room?: Promise<void>): Promise<void> {
     const aborted = new Promise<void>((resolve) => (this.#wakeAbort = resolve));
-    return Promise.race([live.changed(), aborted]);
+    const changes = [aborted];
+    if (live) changes.push(live.changed());
+    if (room) changes.push(room);
+    return Promise.race(changes);
   }
 }

@@ -24,3 +24,22 @@ Deno.test("session sends: a policy may lift the bound (a relay does for its peer
   limit = Infinity;
   assert.equal(sends.full(1024 * MiB), false);
 });
+
+Deno.test("session sends: past the bound only the oldest open stream of a growing group writes on", async () => {
+  const sends = new SessionSends();
+  const oldest = {};
+  const newer = {};
+  sends.opened(oldest);
+  sends.opened(newer);
+  sends.took(SESSION_BYTES_IN_FLIGHT);
+  assert.equal(sends.mayWrite(newer, MiB), false, "the newer stream waits for room");
+  assert.equal(sends.mayWrite(oldest, MiB), true, "the oldest writes on past the bound");
+  // The oldest ended: the newer one is the oldest now, and whoever waited is woken.
+  const room = sends.room();
+  sends.closed(oldest);
+  await room;
+  assert.equal(sends.mayWrite(newer, MiB), true);
+  sends.closed(newer);
+  sends.gave(SESSION_BYTES_IN_FLIGHT);
+  assert.equal(sends.bytes, 0);
+});

@@ -1,18 +1,17 @@
 /**
  * One publisher's open group must not stop a subscriber's other tracks.
  *
- * The session send bound (SessionSends, 64 MiB) counts a stream's bytes until
- * the stream ends, however much of them its subscriber has read. A publisher
- * that writes a large group and never finishes it (allowed: a group is open
- * until its publisher ends it, and the receive budget resets a stalled group
- * only while other groups of the same publisher wait for room) keeps that
- * count in every subscriber session that subscribed to its track. Past the
- * bound, every other group of those sessions waits for room that never comes
- * (new groups do not start: `full`). Here a subscriber that read every byte
- * of publisher A's open 62 MiB group never gets publisher B's next 4 MiB group
- * of another track (with a 32 MiB open group it does). A known hole, older
- * than this test (moq-lite); ignored until the bound counts what the transport
- * has not yet taken rather than what a stream has written.
+ * The session send bound (SessionSends, 64 MiB) counted a stream's bytes
+ * until the stream ended, however much of them its subscriber had read. A
+ * publisher that writes a large group and never finishes it (allowed: a group
+ * is open until its publisher ends it, and the receive budget resets a
+ * stalled group only while other groups of the same publisher wait for room)
+ * kept that count in every subscriber session that subscribed to its track.
+ * Past the bound, every other group of those sessions waited for room that
+ * never came. Here a subscriber that read every byte of publisher A's open
+ * 62 MiB group got publisher B's next 4 MiB group of another track only once
+ * the bound counted what the transport has not taken yet (moq-lite): before,
+ * it never did (with a 32 MiB open group it did).
  */
 import assert from "node:assert/strict";
 import { LiveFrames, type MoqSession, TrackProducer } from "../../../src/moq/mod.ts";
@@ -27,11 +26,6 @@ const FRAME = 31 * MiB; // under the 32 MiB frame limit; two make a group under 
 Deno.test({
   name:
     "relay: a subscriber that read all of one publisher's open group still gets another publisher's groups",
-  // A known hole (see the header): the send bound counts a stream's bytes until it ends, read or
-  // not, so a group left open past the bound starves the session's other tracks for good. Fixing
-  // it means counting what the transport still holds (written, not yet taken by the peer)
-  // rather than what was ever taken, which is not a small change.
-  ignore: true,
   fn: async () => {
     using _q = quiet();
     const relay = await startTestRelay();
