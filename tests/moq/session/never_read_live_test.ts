@@ -28,7 +28,7 @@ import {
 } from "../../../src/moq/mod.ts";
 import { SESSION_BYTES_IN_FLIGHT } from "../../../src/moq/session/mod.ts";
 import { FRAME_COST } from "../../../src/moq/track/mod.ts";
-import { BidiType, encodeSubscribe } from "../../../src/moq/codec/mod.ts";
+import { subscribeRaw } from "./_never_read.ts";
 import { quicPair } from "../../support/quic_pair.ts";
 import { until, within } from "../../support/wait.ts";
 
@@ -70,37 +70,6 @@ async function grow(groups: LiveFrames[]): Promise<void> {
   }
 }
 
-// `SUBSCRIPTIONS` moq-lite-04 subscriptions from group 0, sent raw: the client never reads them.
-// Their request streams are returned so that the test holds them: a stream collected as garbage
-// would end its subscription.
-async function subscribeRaw(
-  pair: Awaited<ReturnType<typeof quicPair>>,
-  track: TrackProducer,
-): Promise<WritableStreamDefaultWriter<Uint8Array>[]> {
-  const requests: WritableStreamDefaultWriter<Uint8Array>[] = [];
-  for (let i = 0; i < SUBSCRIPTIONS; i++) {
-    const w = (await pair.client.openBidi()).writable.getWriter();
-    requests.push(w);
-    await w.write(
-      new Uint8Array([
-        BidiType.Subscribe,
-        ...encodeSubscribe({
-          id: BigInt(i),
-          path: "feed",
-          track: "t",
-          priority: 0,
-          ordered: true,
-          maxLatency: 0,
-          start: 0,
-          end: undefined,
-        }),
-      ]),
-    );
-  }
-  await until(() => track.subscribers === SUBSCRIPTIONS, "every subscription served");
-  return requests;
-}
-
 // The session's bound is reached: every stream past it waits for room.
 function atBound(server: MoqSession): Promise<void> {
   return until(
@@ -115,7 +84,7 @@ Deno.test("moq-lite-04: live groups that grow after their streams started count 
   const server = await accept(pair.server, { log: () => {}, serve: () => track });
   try {
     const before = Deno.memoryUsage().external;
-    const requests = await subscribeRaw(pair, track);
+    const requests = await subscribeRaw(pair.client, SUBSCRIPTIONS, track);
     await until(
       () => server.stats.bytesSent >= SUBSCRIPTIONS * GROUPS * KiB,
       "every group's first frame sent to every subscription",
@@ -189,7 +158,7 @@ Deno.test("moq-lite-04: a subscriber that reads one stream at a time, oldest fir
   const pair = await quicPair("moq-lite-04");
   const server = await accept(pair.server, { log: () => {}, serve: () => track });
   try {
-    const requests = await subscribeRaw(pair, track);
+    const requests = await subscribeRaw(pair.client, SUBSCRIPTIONS, track);
     // The slowest reader there is: the next stream is read only once the one before ended, so
     // a stream it reads that waited for room others hold would never end.
     const read = (async () => {
@@ -232,7 +201,7 @@ Deno.test({
     const pair = await quicPair("moq-lite-04");
     const server = await accept(pair.server, { log: () => {}, serve: () => track });
     try {
-      const requests = await subscribeRaw(pair, track);
+      const requests = await subscribeRaw(pair.client, SUBSCRIPTIONS, track);
       // Every group's stream is accepted, then read one at a time from the newest (as a reader that
       // reads its highest-priority subscription, the last it made, first): the stream it reads is
       // not the session's oldest, so its frames past the bound wait for room the others hold.

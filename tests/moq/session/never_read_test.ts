@@ -8,9 +8,8 @@
 import assert from "node:assert/strict";
 import { accept, TrackProducer } from "../../../src/moq/mod.ts";
 import { SESSION_BYTES_IN_FLIGHT } from "../../../src/moq/session/mod.ts";
-import { BidiType, encodeSubscribe } from "../../../src/moq/codec/mod.ts";
 import { quicPair } from "../../support/quic_pair.ts";
-import { until } from "../../support/wait.ts";
+import { subscribeRaw } from "./_never_read.ts";
 
 const MiB = 1 << 20;
 const SUBSCRIPTIONS = 48;
@@ -25,25 +24,7 @@ Deno.test("moq-lite-04: a subscriber that never reads 48 subscriptions to one tr
   const server = await accept(pair.server, { log: () => {}, serve: () => track });
   try {
     const before = Deno.memoryUsage().external;
-    for (let i = 0; i < SUBSCRIPTIONS; i++) {
-      const w = (await pair.client.openBidi()).writable.getWriter();
-      await w.write(
-        new Uint8Array([
-          BidiType.Subscribe,
-          ...encodeSubscribe({
-            id: BigInt(i),
-            path: "feed",
-            track: "t",
-            priority: 0,
-            ordered: true,
-            maxLatency: 0,
-            start: 0,
-            end: undefined,
-          }),
-        ]),
-      );
-    }
-    await until(() => track.subscribers === SUBSCRIPTIONS, "every subscription served");
+    await subscribeRaw(pair.client, SUBSCRIPTIONS, track);
     // Every subscription has started what it may (the writes it starts are immediate).
     await new Promise((resolve) => setTimeout(resolve, 2000));
     const held = Deno.memoryUsage().external - before;

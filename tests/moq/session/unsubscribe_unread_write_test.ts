@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import { accept, LiveFrames, TrackProducer } from "../../../src/moq/mod.ts";
 import { SESSION_BYTES_IN_FLIGHT } from "../../../src/moq/session/mod.ts";
-import { BidiType, encodeSubscribe } from "../../../src/moq/codec/mod.ts";
+import { subscribeRaw } from "./_never_read.ts";
 import { quicPair } from "../../support/quic_pair.ts";
 import { until, within } from "../../support/wait.ts";
 
@@ -37,27 +37,7 @@ Deno.test({
     const pair = await quicPair("moq-lite-04");
     const server = await accept(pair.server, { log: () => {}, serve: () => track });
     try {
-      const requests: WritableStreamDefaultWriter<Uint8Array>[] = [];
-      for (let i = 0; i < SUBSCRIPTIONS; i++) {
-        const w = (await pair.client.openBidi()).writable.getWriter();
-        requests.push(w);
-        await w.write(
-          new Uint8Array([
-            BidiType.Subscribe,
-            ...encodeSubscribe({
-              id: BigInt(i),
-              path: "feed",
-              track: "t",
-              priority: 0,
-              ordered: true,
-              maxLatency: 0,
-              start: 0,
-              end: undefined,
-            }),
-          ]),
-        );
-      }
-      await until(() => track.subscribers === SUBSCRIPTIONS, "every subscription served");
+      const requests = await subscribeRaw(pair.client, SUBSCRIPTIONS, track);
       // The groups grow in 1 MiB frames the subscriber never reads: every stream has a write
       // pending, and together they reach the session's bound.
       for (let f = 0; f < 4; f++) {
