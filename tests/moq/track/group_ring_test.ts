@@ -2,7 +2,11 @@
 // age drops (the group being written, the newest complete group), against a
 // publisher that leaves a group open.
 import assert from "node:assert/strict";
-import { GroupRing, MAX_BURST_GROUPS } from "../../../src/moq/track/group_ring.ts";
+import {
+  GroupRing,
+  MAX_ABANDONED_GONE,
+  MAX_BURST_GROUPS,
+} from "../../../src/moq/track/group_ring.ts";
 import { LiveFrames } from "../../../src/moq/track/live_frames.ts";
 import { FRAME_COST } from "../../../src/moq/track/receive_budget.ts";
 import { TrackProducer } from "../../../src/moq/track/track_producer.ts";
@@ -117,4 +121,24 @@ Deno.test("a byte budget counts each frame past a group's first at FRAME_COST be
   const single = new GroupRing(8, 0, () => 0, { maxBytes: 1000 });
   single.append(1, new Uint8Array(600), 0n, 0);
   assert.equal(single.bytes, 600);
+});
+
+Deno.test("group ring: abandoned groups the ring dropped stay missing for as long as the producer takes them late, and the memory of them is bounded", () => {
+  // A group its publisher abandoned part-way (reset) is missing, not written, even once its partial
+  // arrival left the ring (gap repair asks for it again); the ring remembers such sequences in a
+  // set of at most MAX_ABANDONED_GONE, the span of late groups the producer still takes.
+  const producer = new TrackProducer();
+  const count = MAX_ABANDONED_GONE + 100;
+  for (let s = 0; s < count; s++) {
+    const live = new LiveFrames(0n);
+    live.push(new Uint8Array([1]));
+    producer.writeGroup(s, live);
+    live.reset();
+  }
+  const floor = producer.lateFloor;
+  assert.ok(floor > 0, "the track moved past the first groups' late floor");
+  for (let s = floor; s < count; s++) {
+    assert.equal(producer.holds(s), "missing", `abandoned group ${s}`);
+  }
+  assert.equal(producer.holds(floor - 1), "too old");
 });

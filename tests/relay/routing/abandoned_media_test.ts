@@ -2,6 +2,7 @@
 // of them: the relay does not FETCH each back five times, nor count each lost (it did: 25 FETCHes and
 // 5 skips for 5 groups).
 import assert from "node:assert/strict";
+import { RELAY_DEFAULTS } from "../../../src/config/mod.ts";
 import { LiveFrames } from "../../../src/moq/mod.ts";
 import { createRelayMetrics } from "../../../src/relay/metrics/relay_metrics.ts";
 import { TrackDistributor } from "../../../src/relay/routing/distributor.ts";
@@ -15,7 +16,7 @@ Deno.test("a media track's groups abandoned by their publisher are not fetched b
   const d = new TrackDistributor({
     path: "b",
     track: "video",
-    cacheSize: 8,
+    cacheSize: RELAY_DEFAULTS.GROUP_CACHE_SIZE, // the relay's default ring
     metrics,
     now: clock.now,
     repairTimers: clock,
